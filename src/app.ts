@@ -1,0 +1,79 @@
+/**
+ * @module app
+ * buildApp(ctx): the HTTP application. Registers the parser, the error handler, request logging
+ * and authentication, then every route of the table. It never listens and never reads the
+ * environment; main.ts does that.
+ */
+import { Elysia } from "elysia";
+import type { AppContext } from "./context.ts";
+import { openApiDocument } from "./http/openapi.ts";
+import { auth, type Principals } from "./http/plugins/auth.ts";
+import { bodyParser } from "./http/plugins/body-parser.ts";
+import { errorHandler } from "./http/plugins/error-handler.ts";
+import { requestLog } from "./http/plugins/request-log.ts";
+import type { RouteDef, RouteInput } from "./http/route.ts";
+import { healthRoutes } from "./http/routes/health.ts";
+import { clientRoutes } from "./http/routes/v1/clients.ts";
+import { keyRoutes } from "./http/routes/v1/keys.ts";
+import { providerRoutes } from "./http/routes/v1/providers.ts";
+import { tokenRoutes } from "./http/routes/v1/tokens.ts";
+import { wellKnownRoutes } from "./http/routes/well-known.ts";
+import { VERSION } from "./version.ts";
+
+/** Every route of the service, in registration order. */
+export function routeTable(ctx: AppContext): RouteDef[] {
+  const table: RouteDef[] = [
+    ...providerRoutes(ctx),
+    ...clientRoutes(ctx),
+    ...tokenRoutes(ctx),
+    ...keyRoutes(ctx),
+    ...wellKnownRoutes(ctx),
+    ...healthRoutes(ctx),
+  ];
+  const document = JSON.stringify(openApiDocument(table, VERSION));
+  table.push({
+    method: "GET",
+    path: "/openapi.json",
+    summary: "This API's OpenAPI 3.1 document",
+    tag: "meta",
+    auth: false,
+    success: { status: 200, description: "The OpenAPI document." },
+    errors: [],
+    handler: () => new Response(document, { headers: { "content-type": "application/json" } }),
+  });
+  return table;
+}
+
+export function buildApp(ctx: AppContext) {
+  const routes = routeTable(ctx);
+  const principals: Principals = new WeakMap();
+  const app = new Elysia({ normalize: false, aot: true })
+    .use(errorHandler(ctx.logger, routes))
+    .use(requestLog(ctx.logger))
+    .use(auth(ctx, principals))
+    .use(bodyParser(ctx.config.maxBodyBytes));
+  for (const route of routes) {
+    app.route(
+      route.method,
+      route.path,
+      ((c: { params: Record<string, string>; query: Record<string, string | undefined>; body: unknown; request: Request; set: RouteInput["set"] }) =>
+        route.handler({
+          params: c.params,
+          query: c.query,
+          body: c.body,
+          request: c.request,
+          principal: principals.get(c.request) ?? { projectId: "", apiKeyId: "" },
+          set: c.set,
+        })) as never,
+      {
+        params: route.params,
+        query: route.query,
+        body: route.body,
+        response: route.success.schema ? { [route.success.status]: route.success.schema } : undefined,
+      } as never,
+    );
+  }
+  return app;
+}
+
+export type App = ReturnType<typeof buildApp>;

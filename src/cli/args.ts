@@ -1,0 +1,47 @@
+/**
+ * @module cli/args
+ * Splits argv into positional words and flags. Value flags take the next word or `=value`.
+ */
+
+/** Flags that take a value. */
+const VALUE_FLAGS = new Set(["--host", "--port", "--public-url", "--data-dir", "--name", "--expires-in"]);
+const BOOLEAN_FLAGS = new Set(["--json", "--help", "-h", "--version", "-v"]);
+
+/** A mistake in how the command was called (exit code 2). */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+export interface ParsedArgs {
+  words: string[];
+  values: Record<string, string>;
+  switches: Set<string>;
+}
+
+export function parseArgs(argv: readonly string[]): ParsedArgs {
+  const words: string[] = [];
+  const values: Record<string, string> = {};
+  const switches = new Set<string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (!arg.startsWith("-")) {
+      words.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const name = eq === -1 ? arg : arg.slice(0, eq);
+    if (VALUE_FLAGS.has(name)) {
+      const value = eq === -1 ? argv[++i] : arg.slice(eq + 1);
+      if (value === undefined) throw new UsageError(`${name} needs a value`);
+      values[name] = value;
+    } else if (BOOLEAN_FLAGS.has(name) && eq === -1) {
+      switches.add(name === "-h" ? "--help" : name === "-v" ? "--version" : name);
+    } else {
+      throw new UsageError(`unknown option ${arg}`);
+    }
+  }
+  return { words, values, switches };
+}

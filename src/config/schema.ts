@@ -1,0 +1,170 @@
+/**
+ * @module config/schema
+ * Every setting of the service in one table: environment variable, flag, default and meaning.
+ * docs/configuration.md is generated from this table (scripts/gen-docs.ts) and a test keeps them equal.
+ */
+
+/** A signing algorithm the service can generate keys for. */
+export type SigningAlg = "RS256" | "ES256" | "EdDSA";
+export const SIGNING_ALGS: readonly SigningAlg[] = ["RS256", "ES256", "EdDSA"];
+
+/** Log levels, most verbose first. */
+export type LogLevel = "debug" | "info" | "warn" | "error";
+export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
+
+/** The resolved settings of one process. */
+export interface Config {
+  host: string;
+  port: number;
+  publicUrl: string;
+  dataDir: string;
+  masterKey: string | undefined;
+  masterKeyFile: string | undefined;
+  bootstrapApiKey: string | undefined;
+  keyRotationPeriod: number;
+  signingAlg: SigningAlg;
+  logLevel: LogLevel;
+  maxBodyBytes: number;
+  /** systemd's credentials directory (`$CREDENTIALS_DIRECTORY`), if the service runs under systemd. */
+  credentialsDirectory: string | undefined;
+}
+
+/** One row of the settings table. `parse` returns the value or a problem description. */
+export interface Setting<K extends Exclude<keyof Config, "credentialsDirectory"> = Exclude<keyof Config, "credentialsDirectory">> {
+  key: K;
+  env: string;
+  flag?: string;
+  /** Human-readable default for the docs. */
+  defaultText: string;
+  description: string;
+  parse(raw: string | undefined, partial: Partial<Config>): Config[K] | { problem: string };
+}
+
+const problem = (text: string) => ({ problem: text });
+
+function integerIn(name: string, raw: string, min: number, max: number): number | { problem: string } {
+  if (!/^\d+$/.test(raw.trim())) return problem(`${name} must be a whole number from ${min} to ${max}, got '${raw}'`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) return problem(`${name} must be from ${min} to ${max}, got ${value}`);
+  return value;
+}
+
+/** The settings, in the order they are resolved (later rows may read earlier ones). */
+export const SETTINGS: readonly Setting[] = [
+  {
+    key: "host",
+    env: "TOKENMINT_HOST",
+    flag: "--host",
+    defaultText: "`127.0.0.1`",
+    description: "Address the HTTP listener binds to.",
+    parse: (raw) => (raw === undefined ? "127.0.0.1" : raw.trim() === "" ? problem("TOKENMINT_HOST must not be empty") : raw.trim()),
+  },
+  {
+    key: "port",
+    env: "TOKENMINT_PORT",
+    flag: "--port",
+    defaultText: "`8080`",
+    description: "TCP port of the HTTP listener (1-65535).",
+    parse: (raw) => (raw === undefined ? 8080 : integerIn("TOKENMINT_PORT", raw, 1, 65535)),
+  },
+  {
+    key: "publicUrl",
+    env: "TOKENMINT_PUBLIC_URL",
+    flag: "--public-url",
+    defaultText: "`http://localhost:<port>`",
+    description: "Public URL of the default project: the `iss` of its tokens and the base of its discovery URLs.",
+    parse: (raw, partial) => {
+      if (raw === undefined) return `http://localhost:${partial.port ?? 8080}`;
+      let url: URL;
+      try {
+        url = new URL(raw.trim());
+      } catch {
+        return problem(`TOKENMINT_PUBLIC_URL must be an absolute http(s) URL, got '${raw}'`);
+      }
+      if (url.protocol !== "http:" && url.protocol !== "https:") return problem("TOKENMINT_PUBLIC_URL must use http or https");
+      if (url.search || url.hash || url.username || url.password) {
+        return problem("TOKENMINT_PUBLIC_URL must not carry a query, fragment or credentials");
+      }
+      return url.href.replace(/\/+$/, "");
+    },
+  },
+  {
+    key: "dataDir",
+    env: "TOKENMINT_DATA_DIR",
+    flag: "--data-dir",
+    defaultText: "`./data`",
+    description: "Directory of the data file (`tokenmint.mdb`) and, by default, the generated master key.",
+    parse: (raw) => (raw === undefined ? "./data" : raw.trim() === "" ? problem("TOKENMINT_DATA_DIR must not be empty") : raw.trim()),
+  },
+  {
+    key: "masterKey",
+    env: "TOKENMINT_MASTER_KEY",
+    defaultText: "none",
+    description:
+      "Master key (base64url of 32 bytes) that encrypts signing keys at rest. Takes precedence over TOKENMINT_MASTER_KEY_FILE.",
+    parse: (raw) => (raw === undefined || raw === "" ? undefined : raw.trim()),
+  },
+  {
+    key: "masterKeyFile",
+    env: "TOKENMINT_MASTER_KEY_FILE",
+    defaultText: "`$CREDENTIALS_DIRECTORY/master-key` if present, else `<data-dir>/master.key`",
+    description:
+      "File holding the master key. If no master key is set and the data holds no keys yet, one is generated at `<data-dir>/master.key` (mode 0600) with a warning.",
+    parse: (raw) => (raw === undefined || raw === "" ? undefined : raw.trim()),
+  },
+  {
+    key: "bootstrapApiKey",
+    env: "TOKENMINT_BOOTSTRAP_API_KEY",
+    defaultText: "none",
+    description: "Management API key (at least 32 characters) registered for the default project at start-up if not yet known.",
+    parse: (raw) => {
+      if (raw === undefined || raw === "") return undefined;
+      if (raw.length < 32) return problem("TOKENMINT_BOOTSTRAP_API_KEY must be at least 32 characters long");
+      if (/[\s\x00-\x1f\x7f]/.test(raw)) return problem("TOKENMINT_BOOTSTRAP_API_KEY must not contain spaces or control characters");
+      return raw;
+    },
+  },
+  {
+    key: "keyRotationPeriod",
+    env: "TOKENMINT_KEY_ROTATION_PERIOD",
+    defaultText: "`86400`",
+    description: "Seconds between automatic signing-key rotations; `0` turns automatic rotation off (minimum 60 otherwise).",
+    parse: (raw) => {
+      if (raw === undefined) return 86400;
+      const value = integerIn("TOKENMINT_KEY_ROTATION_PERIOD", raw, 0, 31_536_000);
+      if (typeof value === "number" && value > 0 && value < 60) {
+        return problem("TOKENMINT_KEY_ROTATION_PERIOD must be 0 (off) or at least 60 seconds");
+      }
+      return value;
+    },
+  },
+  {
+    key: "signingAlg",
+    env: "TOKENMINT_SIGNING_ALG",
+    defaultText: "`RS256`",
+    description: "Algorithm of newly generated signing keys: `RS256` (RSA 2048), `ES256` (P-256) or `EdDSA` (Ed25519).",
+    parse: (raw) => {
+      if (raw === undefined) return "RS256";
+      const found = SIGNING_ALGS.find((alg) => alg === raw.trim());
+      return found ?? problem(`TOKENMINT_SIGNING_ALG must be one of ${SIGNING_ALGS.join(", ")}, got '${raw}'`);
+    },
+  },
+  {
+    key: "logLevel",
+    env: "TOKENMINT_LOG_LEVEL",
+    defaultText: "`info`",
+    description: "Least severe level written to stdout: `debug`, `info`, `warn` or `error`.",
+    parse: (raw) => {
+      if (raw === undefined) return "info";
+      const found = LOG_LEVELS.find((level) => level === raw.trim().toLowerCase());
+      return found ?? problem(`TOKENMINT_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got '${raw}'`);
+    },
+  },
+  {
+    key: "maxBodyBytes",
+    env: "TOKENMINT_MAX_BODY_BYTES",
+    defaultText: "`65536`",
+    description: "Largest accepted request body in bytes; larger bodies get `413 payload_too_large`.",
+    parse: (raw) => (raw === undefined ? 65536 : integerIn("TOKENMINT_MAX_BODY_BYTES", raw, 1024, 10_485_760)),
+  },
+];

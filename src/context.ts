@@ -1,0 +1,30 @@
+/**
+ * @module context
+ * AppContext: the only shared state of a process. main.ts (or a test helper) builds it and hands
+ * it to buildApp and the CLI; nothing reads globals or the environment after that.
+ */
+import type { Config } from "./config/schema.ts";
+import type { KeyService } from "./keys/key-service.ts";
+import type { Logger } from "./logging/logger.ts";
+import type { Store } from "./store/store.ts";
+
+/** The source of time; tests pin it. Epoch milliseconds. */
+export interface Clock {
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+export interface AppContext {
+  config: Config;
+  logger: Logger;
+  store: Store;
+  keys: KeyService;
+  clock: Clock;
+  /** The project this instance serves (the default project). */
+  projectId: string;
+  /** The issuer of that project. */
+  issuer: string;
+  /** Set while the process drains on SIGTERM: new requests get 503. */
+  draining: boolean;
+}

@@ -1,0 +1,22 @@
+/**
+ * @module http/plugins/auth
+ * Authenticates every /v1 request before its body is read, so a caller without a valid API key
+ * learns nothing about the request's shape. The principal is kept per request for the handlers.
+ */
+import { Elysia } from "elysia";
+import { authenticate, type Principal } from "../../core/api-keys.ts";
+import type { AppContext } from "../../context.ts";
+import { AppError } from "../../errors.ts";
+
+/** Principals of in-flight requests; one map per app, never global. */
+export type Principals = WeakMap<Request, Principal>;
+
+export const isManagementPath = (pathname: string) => pathname === "/v1" || pathname.startsWith("/v1/");
+
+export const auth = (ctx: AppContext, principals: Principals) =>
+  new Elysia({ name: "auth" }).onRequest(async ({ request }) => {
+    if (ctx.draining) throw new AppError("unavailable", "The service is shutting down; retry on another instance or shortly.", { "retry-after": "1" });
+    const pathname = new URL(request.url).pathname;
+    if (!isManagementPath(pathname)) return;
+    principals.set(request, await authenticate(ctx.store, request.headers.get("authorization"), ctx.clock.now()));
+  });

@@ -1,0 +1,73 @@
+/**
+ * @module http/plugins/error-handler
+ * The one place that turns anything thrown (our AppError, store errors, and what Elysia itself
+ * raises: validation, parse, not found) into `{code, message}` with the status from the error
+ * table. Unknown errors become a generic 500; their detail goes only to the log.
+ */
+import { Elysia, ValidationError } from "elysia";
+import { AppError, ERROR_TABLE, toErrorResponse } from "../../errors.ts";
+import type { Logger } from "../../logging/logger.ts";
+import { StoreError } from "../../store/store.ts";
+import { matchPath, type RouteDef } from "../route.ts";
+
+interface ValueErrorLike {
+  path: string;
+  message: string;
+  schema?: { errorMessage?: string };
+}
+
+const WHERE = { body: "field", params: "path parameter", query: "query parameter", headers: "header" } as const;
+
+/** A message a person can act on for a request validation failure, naming the field. */
+export function describeValidation(error: ValidationError): string {
+  const where = WHERE[error.type as keyof typeof WHERE] ?? "value";
+  const first = (error.all as ValueErrorLike[])[0];
+  if (first === undefined) return "The request is invalid.";
+  const name = first.path.replace(/^\//, "").replaceAll("/", ".") || "(body)";
+  if (first.message === "Unexpected property") return `Unknown ${where} '${name}'.`;
+  if (first.message === "Expected required property") return `Missing required ${where} '${name}'.`;
+  if (name === "(body)") return "The request body must be a JSON object.";
+  const detail = first.schema?.errorMessage ?? first.message.charAt(0).toLowerCase() + first.message.slice(1);
+  return `Invalid ${where} '${name}': ${detail}.`;
+}
+
+/** Maps a thrown value to an AppError (or leaves it unknown for a 500). */
+export function toAppError(error: unknown, code: string, method: string, url: string, routes: readonly RouteDef[]): AppError | unknown {
+  if (error instanceof AppError) return error;
+  if (error instanceof StoreError) {
+    if (error.kind === "not_found") return new AppError("not_found", `${error.message.charAt(0).toUpperCase()}${error.message.slice(1)}.`);
+    if (error.kind === "unavailable") return new AppError("unavailable", ERROR_TABLE.unavailable.message);
+    return new AppError("conflict", `${error.message.charAt(0).toUpperCase()}${error.message.slice(1)}.`);
+  }
+  if (error instanceof ValidationError && error.type !== "response") return new AppError("invalid_request", describeValidation(error));
+  if (code === "PARSE") return new AppError("invalid_request", "The request body is not valid JSON.");
+  if (code === "NOT_FOUND") {
+    const pathname = new URL(url).pathname;
+    const known = matchPath(routes, pathname);
+    if (known !== undefined) {
+      return new AppError("method_not_allowed", `${method} is not supported on ${known.path}; use ${known.methods.join(", ")}.`, {
+        allow: known.methods.join(", "),
+      });
+    }
+    return new AppError("not_found", `No route matches ${method} ${pathname}.`);
+  }
+  return error;
+}
+
+export const errorHandler = (logger: Logger, routes: readonly RouteDef[]) =>
+  new Elysia({ name: "error-handler" }).onError({ as: "global" }, ({ code, error, request, set, route }) => {
+    const mapped = toAppError(error, String(code), request.method, request.url, routes);
+    const { status, headers, body } = toErrorResponse(mapped);
+    if (status >= 500) {
+      logger.error("request failed", {
+        method: request.method,
+        route: route || undefined,
+        status,
+        error: mapped instanceof Error ? mapped.name : "unknown",
+        stack: mapped instanceof Error ? mapped.stack : undefined,
+      });
+    }
+    set.status = status;
+    Object.assign(set.headers, headers, { "content-type": "application/json" });
+    return body;
+  });

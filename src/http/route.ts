@@ -1,0 +1,55 @@
+/**
+ * @module http/route
+ * A route is declared once, as data: method, path, schemas and a thin handler. buildApp registers
+ * the table with Elysia, the OpenAPI document is generated from it, and the error handler uses it
+ * to tell 405 (known path, other method) from 404.
+ */
+import type { TSchema } from "@sinclair/typebox";
+import type { Principal } from "../core/api-keys.ts";
+
+export type Method = "GET" | "POST" | "PATCH" | "DELETE";
+
+/** What a handler gets: validated input, the caller, and a place to set status and headers. */
+export interface RouteInput {
+  params: Record<string, string>;
+  query: Record<string, string | undefined>;
+  body: unknown;
+  request: Request;
+  /** Set for authenticated routes. */
+  principal: Principal;
+  set: { status?: number | string; headers: Record<string, string | number> };
+}
+
+export interface RouteDef {
+  method: Method;
+  /** Elysia path pattern, e.g. `/v1/providers/:providerId`. */
+  path: string;
+  summary: string;
+  tag: string;
+  /** Management routes need an API key; discovery does not. */
+  auth: boolean;
+  params?: TSchema;
+  query?: TSchema;
+  body?: TSchema;
+  /** Success status and its body schema (undefined for no body). */
+  success: { status: number; schema?: TSchema; description: string };
+  /** Error codes this route can answer besides the universal ones. */
+  errors: number[];
+  handler(input: RouteInput): unknown | Promise<unknown>;
+}
+
+/** A path pattern as a regular expression (`:name` matches one segment). */
+export function patternRegExp(path: string): RegExp {
+  const source = path
+    .split("/")
+    .map((segment) => (segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+    .join("/");
+  return new RegExp(`^${source}/?$`);
+}
+
+/** Finds the route pattern matching `pathname` and the methods it allows. */
+export function matchPath(routes: readonly Pick<RouteDef, "method" | "path">[], pathname: string): { path: string; methods: Method[] } | undefined {
+  const matching = routes.filter((r) => patternRegExp(r.path).test(pathname));
+  if (matching.length === 0) return undefined;
+  return { path: (matching[0] as RouteDef).path, methods: [...new Set(matching.map((r) => r.method))] };
+}

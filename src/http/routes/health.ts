@@ -1,0 +1,32 @@
+/**
+ * @module http/routes/health
+ * Liveness (`/healthz`: the process answers) and readiness (`/readyz`: the store answers and the
+ * signing keys are loaded). Neither is logged nor authenticated.
+ */
+import type { AppContext } from "../../context.ts";
+import { AppError } from "../../errors.ts";
+import type { RouteDef } from "../route.ts";
+
+export function healthRoutes(ctx: AppContext): RouteDef[] {
+  const base = { method: "GET" as const, tag: "health", auth: false, errors: [] };
+  return [
+    { ...base, path: "/healthz", summary: "Liveness", success: { status: 200, description: "The process is up." }, handler: () => ({ status: "ok" }) },
+    {
+      ...base,
+      path: "/readyz",
+      summary: "Readiness",
+      success: { status: 200, description: "The store is reachable and the signing keys are loaded." },
+      errors: [503],
+      handler: async () => {
+        try {
+          await ctx.store.getMeta("format");
+          ctx.keys.ring(ctx.projectId);
+        } catch {
+          throw new AppError("unavailable", "Not ready: the store or the signing keys are not available.");
+        }
+        if (ctx.draining) throw new AppError("unavailable", "Not ready: the service is shutting down.");
+        return { status: "ready" };
+      },
+    },
+  ];
+}

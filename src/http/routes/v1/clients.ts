@@ -1,0 +1,90 @@
+/** @module http/routes/v1/clients — CRUD of clients under a provider. */
+import * as clients from "../../../core/clients.ts";
+import type { AppContext } from "../../../context.ts";
+import { Client, ClientCreate, ClientParams, ClientPatch } from "../../../schemas/clients.ts";
+import { PageOf, PageQuery } from "../../../schemas/common.ts";
+import { ProviderParams } from "../../../schemas/providers.ts";
+import type { RouteDef } from "../../route.ts";
+import { clientView } from "../../views.ts";
+import { pageBody, pageRequest } from "./paging.ts";
+
+export function clientRoutes(ctx: AppContext): RouteDef[] {
+  const { store, clock } = ctx;
+  const tag = "clients";
+  const base = "/v1/providers/:providerId/clients";
+  return [
+    {
+      method: "POST",
+      path: base,
+      summary: "Create a client",
+      tag,
+      auth: true,
+      params: ProviderParams,
+      body: ClientCreate,
+      success: { status: 201, schema: Client, description: "The client was created." },
+      errors: [400, 404, 413, 415],
+      handler: async ({ principal, params, body, set }) => {
+        const client = await clients.createClient(store, principal.projectId, params.providerId as string, body as ClientCreate, clock.now());
+        set.status = 201;
+        return clientView(client);
+      },
+    },
+    {
+      method: "GET",
+      path: base,
+      summary: "List a provider's clients",
+      tag,
+      auth: true,
+      params: ProviderParams,
+      query: PageQuery,
+      success: { status: 200, schema: PageOf(Client), description: "A page of clients, oldest first." },
+      errors: [400, 404],
+      handler: async ({ principal, params, query }) => {
+        const { limit, after } = pageRequest(query);
+        return pageBody(await clients.listClients(store, principal.projectId, params.providerId as string, limit, after), clientView);
+      },
+    },
+    {
+      method: "GET",
+      path: `${base}/:clientId`,
+      summary: "Get a client",
+      tag,
+      auth: true,
+      params: ClientParams,
+      success: { status: 200, schema: Client, description: "The client." },
+      errors: [400, 404],
+      handler: async ({ principal, params }) =>
+        clientView(await clients.getClient(store, principal.projectId, params.providerId as string, params.clientId as string)),
+    },
+    {
+      method: "PATCH",
+      path: `${base}/:clientId`,
+      summary: "Update a client",
+      tag,
+      auth: true,
+      params: ClientParams,
+      body: ClientPatch,
+      success: { status: 200, schema: Client, description: "The updated client." },
+      errors: [400, 404, 413, 415],
+      handler: async ({ principal, params, body }) =>
+        clientView(
+          await clients.updateClient(store, principal.projectId, params.providerId as string, params.clientId as string, body as ClientPatch, clock.now()),
+        ),
+    },
+    {
+      method: "DELETE",
+      path: `${base}/:clientId`,
+      summary: "Delete a client",
+      tag,
+      auth: true,
+      params: ClientParams,
+      success: { status: 204, description: "The client was deleted." },
+      errors: [400, 404],
+      handler: async ({ principal, params, set }) => {
+        await clients.deleteClient(store, principal.projectId, params.providerId as string, params.clientId as string);
+        set.status = 204;
+        return undefined;
+      },
+    },
+  ];
+}

@@ -1,0 +1,42 @@
+/** @module http/routes/v1/tokens — issue an access token for a client. Stateless: nothing is stored. */
+import { getClient } from "../../../core/clients.ts";
+import { buildAccessTokenClaims, epochSeconds, tokenLifetime } from "../../../core/tokens.ts";
+import type { AppContext } from "../../../context.ts";
+import { ClientParams } from "../../../schemas/clients.ts";
+import { AccessToken, TokenRequest } from "../../../schemas/tokens.ts";
+import type { RouteDef } from "../../route.ts";
+
+export function tokenRoutes(ctx: AppContext): RouteDef[] {
+  return [
+    {
+      method: "POST",
+      path: "/v1/providers/:providerId/clients/:clientId/tokens",
+      summary: "Create an access token for a client",
+      tag: "tokens",
+      auth: true,
+      params: ClientParams,
+      body: TokenRequest,
+      success: { status: 201, schema: AccessToken, description: "A signed JWT access token (`Cache-Control: no-store`)." },
+      errors: [400, 404, 413, 415],
+      handler: async ({ principal, params, body, set }) => {
+        const request = body as TokenRequest;
+        const client = await getClient(ctx.store, principal.projectId, params.providerId as string, params.clientId as string);
+        const signer = ctx.keys.ring(principal.projectId);
+        const claims = buildAccessTokenClaims({
+          issuer: ctx.issuer,
+          clientId: client.id,
+          audience: client.audience,
+          audienceAsArray: request.audienceAsArray === true,
+          iat: epochSeconds(ctx.clock.now()),
+          lifetime: tokenLifetime(request.expiresIn),
+          jti: crypto.randomUUID(),
+        });
+        const accessToken = await signer.sign(request.useJwtType === true ? "JWT" : "at+jwt", claims);
+        set.status = 201;
+        set.headers["cache-control"] = "no-store";
+        set.headers.pragma = "no-cache";
+        return { accessToken, expiresAt: new Date(claims.exp * 1000).toISOString(), type: "Bearer" as const };
+      },
+    },
+  ];
+}

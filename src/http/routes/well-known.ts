@@ -1,0 +1,70 @@
+/**
+ * @module http/routes/well-known
+ * Public discovery: the OpenID configuration and the JWKS, answered from the in-memory key ring
+ * (no store read), with caching headers, a strong ETag and CORS for browsers. Never logged.
+ * The issuer comes from configuration only; request headers (Host, X-Forwarded-*) are ignored.
+ */
+import type { AppContext } from "../../context.ts";
+import type { KeyRing } from "../../keys/key-ring.ts";
+import type { RouteDef } from "../route.ts";
+
+/** The claims every access token carries. */
+const CLAIMS = ["iss", "sub", "client_id", "aud", "iat", "exp", "jti"];
+
+/** The discovery document for an issuer and its key ring. */
+export function discoveryDocument(issuer: string, ring: KeyRing): Record<string, unknown> {
+  return {
+    issuer,
+    jwks_uri: `${issuer}/.well-known/jwks`,
+    response_types_supported: ["token"],
+    subject_types_supported: ["public"],
+    id_token_signing_alg_values_supported: ring.algs,
+    token_endpoint_auth_signing_alg_values_supported: ring.algs,
+    claims_supported: CLAIMS,
+  };
+}
+
+export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
+  const cacheControl = () => `public, max-age=${ctx.keys.jwksMaxAge}`;
+  const common = { "access-control-allow-origin": "*", "x-content-type-options": "nosniff" };
+  let discovery: { version: number; body: string } | undefined;
+
+  const jwks = (request: Request): Response => {
+    const ring = ctx.keys.ring(ctx.projectId);
+    const headers = { ...common, "cache-control": cacheControl(), etag: ring.jwksEtag };
+    const match = request.headers.get("if-none-match");
+    if (match !== null && match.split(",").some((tag) => tag.trim().replace(/^W\//, "") === ring.jwksEtag)) {
+      return new Response(null, { status: 304, headers });
+    }
+    return new Response(ring.jwksBody, { headers: { ...headers, "content-type": "application/jwk-set+json" } });
+  };
+  const jwksRoute = (path: string): RouteDef => ({
+    method: "GET",
+    path,
+    summary: "The JSON Web Key Set that verifies this issuer's tokens",
+    tag: "discovery",
+    auth: false,
+    success: { status: 200, description: "`{keys: [...]}` with public members only; supports If-None-Match." },
+    errors: [],
+    handler: ({ request }) => jwks(request),
+  });
+
+  return [
+    {
+      method: "GET",
+      path: "/.well-known/openid-configuration",
+      summary: "OpenID Provider metadata of the issuer",
+      tag: "discovery",
+      auth: false,
+      success: { status: 200, description: "Discovery document: issuer, jwks_uri and supported algorithms." },
+      errors: [],
+      handler: () => {
+        const ring = ctx.keys.ring(ctx.projectId);
+        if (discovery?.version !== ring.version) discovery = { version: ring.version, body: JSON.stringify(discoveryDocument(ctx.issuer, ring)) };
+        return new Response(discovery.body, { headers: { ...common, "cache-control": cacheControl(), "content-type": "application/json" } });
+      },
+    },
+    jwksRoute("/.well-known/jwks"),
+    jwksRoute("/.well-known/jwks.json"),
+  ];
+}

@@ -1,0 +1,29 @@
+/**
+ * @module http/views
+ * Records to wire shapes: each copies exactly the fields its response schema lists (timestamps
+ * as ISO 8601 UTC). With response validation strict, a field added here by mistake fails closed.
+ */
+import type { KeyView } from "../keys/key-service.ts";
+import type { Client } from "../schemas/clients.ts";
+import type { KeyInfo } from "../schemas/keys.ts";
+import type { Provider } from "../schemas/providers.ts";
+import type { ClientRecord, ProviderRecord } from "../store/store.ts";
+
+export const isoTime = (ms: number) => new Date(ms).toISOString();
+export const providerView = (p: ProviderRecord): Provider => ({ id: p.id, name: p.name, description: p.description, createdAt: isoTime(p.createdAt) });
+
+export const clientView = (c: ClientRecord): Client => ({
+  id: c.id,
+  providerId: c.providerId,
+  name: c.name,
+  audience: c.audience,
+  createdAt: isoTime(c.createdAt),
+});
+
+export function keyView(k: KeyView): KeyInfo {
+  const view: KeyInfo = { kid: k.kid, alg: k.alg, state: k.state, createdAt: isoTime(k.createdAt) };
+  if (k.activatesAt !== undefined) view.activatesAt = isoTime(k.activatesAt);
+  if (k.retiredAt !== undefined) view.retiredAt = isoTime(k.retiredAt);
+  if (k.removedFromJwksAt !== undefined) view.removedFromJwksAt = isoTime(k.removedFromJwksAt);
+  return view;
+}

@@ -1,0 +1,80 @@
+/**
+ * @module keys/key-ring
+ * The in-memory view of one project's key set: the unsealed current key ready to sign, and the
+ * public JWKS document with its ETag, computed once per key-set version. Discovery answers and
+ * token signing read only this; no store access per request.
+ */
+import { base64url, importJWK, type JWK } from "jose";
+import type { SigningAlg } from "../config/schema.ts";
+import type { KeySetRecord } from "../store/store.ts";
+import { keysByState } from "./lifecycle.ts";
+import { privateKeyAad, unseal } from "./sealing.ts";
+
+/** WebCrypto parameters of each JWS algorithm. */
+const SIGN_PARAMS: Readonly<Record<SigningAlg, AlgorithmIdentifier | EcdsaParams>> = {
+  RS256: { name: "RSASSA-PKCS1-v1_5" },
+  ES256: { name: "ECDSA", hash: "SHA-256" },
+  EdDSA: { name: "Ed25519" },
+};
+
+/** The JWS `typ` values an access token may carry. */
+export type TokenTyp = "at+jwt" | "JWT";
+
+const encoder = new TextEncoder();
+const b64json = (value: unknown) => base64url.encode(encoder.encode(JSON.stringify(value)));
+
+/** A narrow signer: what token issuing needs, so an external KMS could stand in later. */
+export interface Signer {
+  readonly kid: string;
+  readonly alg: SigningAlg;
+  /** Signs `claims` as a compact JWS with header {alg, kid, typ}. */
+  sign(typ: TokenTyp, claims: Record<string, unknown>): Promise<string>;
+}
+
+export class KeyRing implements Signer {
+  readonly version: number;
+  readonly kid: string;
+  readonly alg: SigningAlg;
+  /** The JWKS body, serialized once. */
+  readonly jwksBody: string;
+  /** Strong ETag of `jwksBody`. */
+  readonly jwksEtag: string;
+  /** Algorithms of every published key. */
+  readonly algs: readonly SigningAlg[];
+  #privateKey: CryptoKey;
+  #headers: Readonly<Record<TokenTyp, string>>;
+
+  private constructor(set: KeySetRecord, privateKey: CryptoKey, jwksBody: string, jwksEtag: string) {
+    const { current } = keysByState(set);
+    this.version = set.version;
+    this.kid = current.kid;
+    this.alg = current.alg;
+    this.#privateKey = privateKey;
+    this.jwksBody = jwksBody;
+    this.jwksEtag = jwksEtag;
+    this.algs = [...new Set(set.keys.map((k) => k.alg))];
+    // Header segments depend only on the key, so they are encoded once.
+    this.#headers = {
+      "at+jwt": b64json({ alg: current.alg, kid: current.kid, typ: "at+jwt" }),
+      JWT: b64json({ alg: current.alg, kid: current.kid, typ: "JWT" }),
+    };
+  }
+
+  /** Unseals the current key of `set` and prepares the JWKS. Throws if the master key is wrong. */
+  static async build(set: KeySetRecord, masterKey: CryptoKey): Promise<KeyRing> {
+    const { current } = keysByState(set);
+    const privateJwk = JSON.parse(await unseal(masterKey, current.sealedPrivateJwk, privateKeyAad(set.projectId, current.kid))) as JWK;
+    const privateKey = (await importJWK({ ...privateJwk, alg: current.alg }, current.alg)) as CryptoKey;
+    const order = { current: 0, next: 1, retired: 2 } as const;
+    const keys = [...set.keys].sort((a, b) => order[a.state] - order[b.state] || b.createdAt - a.createdAt).map((k) => k.publicJwk);
+    const jwksBody = JSON.stringify({ keys });
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(jwksBody)));
+    return new KeyRing(set, privateKey, jwksBody, `"${base64url.encode(digest.subarray(0, 16))}"`);
+  }
+
+  async sign(typ: TokenTyp, claims: Record<string, unknown>): Promise<string> {
+    const input = `${this.#headers[typ]}.${b64json(claims)}`;
+    const signature = await crypto.subtle.sign(SIGN_PARAMS[this.alg], this.#privateKey, encoder.encode(input));
+    return `${input}.${base64url.encode(new Uint8Array(signature))}`;
+  }
+}

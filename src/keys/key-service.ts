@@ -1,0 +1,215 @@
+/**
+ * @module keys/key-service
+ * Runs the key lifecycle of keys/lifecycle.ts against the store: creates a project's first key
+ * set, rotates on the timer (and catches up a rotation missed while stopped), revokes, prunes,
+ * and keeps each project's KeyRing in memory. Every change is a compare-and-swap on the key set,
+ * so two processes on one data file never both rotate. Keys are generated outside the swap.
+ * A change made by another process (the CLI) is picked up by `tick`, which runs every second.
+ */
+import type { SigningAlg } from "../config/schema.ts";
+import { AppError } from "../errors.ts";
+import type { Logger } from "../logging/logger.ts";
+import type { KeySetRecord, KeyState, SigningKeyRecord, Store } from "../store/store.ts";
+import { generateSigningKey } from "./generate.ts";
+import { KeyRing } from "./key-ring.ts";
+import { initialKeySet, jwksMaxAge, pruneKeySet, revokeKey, rotateKeySet, scheduledRotationAt } from "./lifecycle.ts";
+
+/** Public metadata of one key, as `GET /v1/keys` and `keys list` show it. */
+export interface KeyView {
+  kid: string;
+  alg: SigningAlg;
+  state: KeyState;
+  createdAt: number;
+  activatesAt?: number;
+  retiredAt?: number;
+  removedFromJwksAt?: number;
+}
+
+export interface KeyServiceOptions {
+  store: Store;
+  masterKey: CryptoKey;
+  now: () => number;
+  logger: Logger;
+  signingAlg: SigningAlg;
+  /** Seconds between automatic rotations; 0 = off. */
+  rotationPeriod: number;
+}
+
+/** How often the compare-and-swap is retried when another writer changed the set meanwhile. */
+const MAX_ATTEMPTS = 5;
+
+export class KeyService {
+  readonly #o: KeyServiceOptions;
+  readonly #rings = new Map<string, KeyRing>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #ticking = false;
+
+  constructor(options: KeyServiceOptions) {
+    this.#o = options;
+  }
+
+  /** JWKS `Cache-Control` max-age in seconds. */
+  get jwksMaxAge(): number {
+    return jwksMaxAge(this.#o.rotationPeriod);
+  }
+
+  /** The loaded ring of a project; throws `unavailable` if `load` never ran for it. */
+  ring(projectId: string): KeyRing {
+    const ring = this.#rings.get(projectId);
+    if (ring === undefined) throw new AppError("unavailable", "Signing keys are not loaded yet.");
+    return ring;
+  }
+
+  /** Creates the project's key set if missing, catches up a missed rotation and loads the ring. */
+  async load(projectId: string): Promise<KeyRing> {
+    let set = await this.#o.store.getKeySet(projectId);
+    if (set === undefined) set = await this.#createInitial(projectId);
+    this.#rings.set(projectId, await KeyRing.build(set, this.#o.masterKey));
+    await this.#maintain(projectId);
+    return this.ring(projectId);
+  }
+
+  async #createInitial(projectId: string): Promise<KeySetRecord> {
+    const now = this.#o.now();
+    const [current, next] = await Promise.all([this.#generate(projectId, "current"), this.#generate(projectId, "next")]);
+    const set = initialKeySet(projectId, current, next, now);
+    if (await this.#o.store.swapKeySet(set, 0)) {
+      this.#o.logger.info("signing keys created", { kid: current.kid, next: next.kid, alg: current.alg });
+      return set;
+    }
+    const winner = await this.#o.store.getKeySet(projectId);
+    if (winner === undefined) throw new Error("key set vanished during creation");
+    return winner;
+  }
+
+  #generate(projectId: string, state: KeyState): Promise<SigningKeyRecord> {
+    return generateSigningKey(projectId, this.#o.signingAlg, this.#o.masterKey, this.#o.now(), state);
+  }
+
+  async #read(projectId: string): Promise<KeySetRecord> {
+    const set = await this.#o.store.getKeySet(projectId);
+    if (set === undefined) throw new AppError("not_found", "The project has no signing keys.");
+    return set;
+  }
+
+  /** Reloads the ring if the stored set changed since it was built. */
+  async #refresh(projectId: string, set?: KeySetRecord): Promise<void> {
+    const latest = set ?? (await this.#read(projectId));
+    if (this.#rings.get(projectId)?.version === latest.version) return;
+    this.#rings.set(projectId, await KeyRing.build(latest, this.#o.masterKey));
+  }
+
+  /**
+   * Applies `change` to the stored set by compare-and-swap, retrying on a concurrent change.
+   * `change` returns the new set, or undefined for "nothing to do".
+   */
+  async #swap(projectId: string, change: (set: KeySetRecord) => Promise<KeySetRecord | undefined>): Promise<KeySetRecord | undefined> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const set = await this.#read(projectId);
+      const next = await change(set);
+      if (next === undefined) {
+        await this.#refresh(projectId, set);
+        return undefined;
+      }
+      if (await this.#o.store.swapKeySet(next, set.version)) {
+        await this.#refresh(projectId, next);
+        return next;
+      }
+    }
+    throw new AppError("conflict", "The key set changed concurrently too often; retry.");
+  }
+
+  /** Rotation by the timer, a missed one included, and removal of expired retired keys. */
+  async #maintain(projectId: string): Promise<void> {
+    let pending: Promise<SigningKeyRecord> | undefined;
+    await this.#swap(projectId, async (set) => {
+      const now = this.#o.now();
+      const due = scheduledRotationAt(set, this.#o.rotationPeriod, this.jwksMaxAge);
+      if (due !== undefined && now >= due) {
+        pending ??= this.#generate(projectId, "next");
+        const rotated = rotateKeySet(set, await pending, now, this.jwksMaxAge);
+        if ("readyAt" in rotated) return undefined;
+        this.#o.logger.info("signing key rotated", { kid: rotated.keys.find((k) => k.state === "current")?.kid, reason: "scheduled" });
+        return pruneKeySet(rotated, now) ?? rotated;
+      }
+      const pruned = pruneKeySet(set, now);
+      if (pruned !== undefined) this.#o.logger.info("retired signing keys removed", { count: set.keys.length - pruned.keys.length });
+      return pruned;
+    });
+  }
+
+  /** Promotes the next key now. Conflict when it has not been published for the JWKS max-age yet. */
+  async rotate(projectId: string): Promise<KeyView[]> {
+    const fresh = await this.#generate(projectId, "next");
+    await this.#swap(projectId, async (set) => {
+      const now = this.#o.now();
+      const rotated = rotateKeySet(set, { ...fresh, createdAt: now }, now, this.jwksMaxAge);
+      if ("readyAt" in rotated) {
+        throw new AppError(
+          "conflict",
+          `The next key has been published for less than the JWKS max-age (${this.jwksMaxAge} s); rotate again after ${new Date(rotated.readyAt).toISOString()}.`,
+        );
+      }
+      return rotated;
+    });
+    this.#o.logger.info("signing key rotated", { kid: this.ring(projectId).kid, reason: "manual" });
+    return this.list(projectId);
+  }
+
+  /** Revokes `kid`: it leaves the JWKS at once and never signs again. */
+  async revoke(projectId: string, kid: string): Promise<KeyView[]> {
+    const replacement = await this.#generate(projectId, "next");
+    await this.#swap(projectId, async (set) => {
+      const revoked = revokeKey(set, kid, { ...replacement, createdAt: this.#o.now() }, this.#o.now());
+      if (revoked === undefined) throw new AppError("not_found", `No key with kid '${kid}' exists.`);
+      return revoked;
+    });
+    this.#o.logger.warn("signing key revoked", { kid });
+    return this.list(projectId);
+  }
+
+  /** Public metadata of every key of the project. */
+  async list(projectId: string): Promise<KeyView[]> {
+    const set = await this.#read(projectId);
+    const scheduled = scheduledRotationAt(set, this.#o.rotationPeriod, this.jwksMaxAge);
+    const order = { current: 0, next: 1, retired: 2 } as const;
+    return [...set.keys]
+      .sort((a, b) => order[a.state] - order[b.state] || b.createdAt - a.createdAt)
+      .map((k) => ({
+        kid: k.kid,
+        alg: k.alg,
+        state: k.state,
+        createdAt: k.createdAt,
+        activatesAt: k.state === "next" ? scheduled : k.activatesAt,
+        retiredAt: k.retiredAt,
+        removedFromJwksAt: k.removedFromJwksAt,
+      }));
+  }
+
+  /** One maintenance pass over every loaded project: pick up outside changes, rotate, prune. */
+  async tick(): Promise<void> {
+    if (this.#ticking) return;
+    this.#ticking = true;
+    try {
+      for (const projectId of this.#rings.keys()) {
+        try {
+          await this.#maintain(projectId);
+        } catch (error) {
+          this.#o.logger.error("key maintenance failed", { error: (error as Error).message });
+        }
+      }
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  /** Starts the once-a-second maintenance timer. */
+  start(intervalMs = 1000): void {
+    this.#timer ??= setInterval(() => void this.tick(), intervalMs);
+  }
+
+  stop(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+}

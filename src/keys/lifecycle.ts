@@ -1,0 +1,104 @@
+/**
+ * @module keys/lifecycle
+ * The rules of the key lifecycle, as pure functions of a key set and `now` (epoch ms):
+ *
+ *   next ──rotate──▶ current ──rotate──▶ retired ──(last token expired)──▶ removed
+ *
+ * - A key set always holds exactly one current key (it signs) and one next key (published in the
+ *   JWKS, signs nothing yet).
+ * - A rotation promotes next to current only once next has been published for at least the JWKS
+ *   max-age, so every verifier that refreshes its cached JWKS knows the key before it sees a token.
+ * - A retired key stays in the JWKS until every token it may have signed has expired: retirement +
+ *   the longest token lifetime + a clock-skew margin.
+ * - A revoked key leaves the set (and the JWKS) at once and never signs again.
+ */
+import type { KeySetRecord, SigningKeyRecord } from "../store/store.ts";
+
+/** Longest token lifetime the service issues, in seconds (CONTRACT §2). */
+export const MAX_TOKEN_LIFETIME_S = 172_800;
+/** Clock skew tolerated between us and verifiers, in seconds. */
+export const CLOCK_SKEW_S = 300;
+/** Upper bound of the JWKS `Cache-Control: max-age`, in seconds. */
+export const MAX_JWKS_MAX_AGE_S = 300;
+
+/**
+ * The JWKS max-age for a rotation period: at most 5 minutes and at most half the period, so the
+ * next key is always published longer than a verifier may cache the old set.
+ */
+export function jwksMaxAge(rotationPeriodS: number): number {
+  return rotationPeriodS > 0 ? Math.min(MAX_JWKS_MAX_AGE_S, Math.floor(rotationPeriodS / 2)) : MAX_JWKS_MAX_AGE_S;
+}
+
+/** A key set's keys by state. */
+export function keysByState(set: KeySetRecord): { current: SigningKeyRecord; next: SigningKeyRecord; retired: SigningKeyRecord[] } {
+  const current = set.keys.find((k) => k.state === "current");
+  const next = set.keys.find((k) => k.state === "next");
+  if (current === undefined || next === undefined) throw new Error(`key set of project ${set.projectId} lacks a current or next key`);
+  return { current, next, retired: set.keys.filter((k) => k.state === "retired") };
+}
+
+/** The first key set of a project: `current` signs now, `next` waits. */
+export function initialKeySet(projectId: string, current: SigningKeyRecord, next: SigningKeyRecord, now: number): KeySetRecord {
+  return { projectId, version: 1, rotatedAt: now, keys: [{ ...current, state: "current", activatesAt: now }, { ...next, state: "next" }] };
+}
+
+/** Earliest instant the next key may start signing. */
+export function nextKeyReadyAt(set: KeySetRecord, maxAgeS: number): number {
+  return keysByState(set).next.createdAt + maxAgeS * 1000;
+}
+
+/** When the timer rotates this set (undefined when automatic rotation is off). */
+export function scheduledRotationAt(set: KeySetRecord, periodS: number, maxAgeS: number): number | undefined {
+  if (periodS <= 0) return undefined;
+  return Math.max(set.rotatedAt + periodS * 1000, nextKeyReadyAt(set, maxAgeS));
+}
+
+/**
+ * Rotates: next becomes current, current retires, `newNext` is published. Returns `readyAt`
+ * instead when the next key has not been published for the JWKS max-age yet.
+ */
+export function rotateKeySet(
+  set: KeySetRecord,
+  newNext: SigningKeyRecord,
+  now: number,
+  maxAgeS: number,
+): KeySetRecord | { readyAt: number } {
+  const readyAt = nextKeyReadyAt(set, maxAgeS);
+  if (now < readyAt) return { readyAt };
+  const { current, next } = keysByState(set);
+  const keys = set.keys.map((k): SigningKeyRecord => {
+    if (k.kid === current.kid) return { ...k, state: "retired", retiredAt: now, removedFromJwksAt: retiredUntil(now) };
+    if (k.kid === next.kid) return { ...k, state: "current", activatesAt: now };
+    return k;
+  });
+  return { ...set, version: set.version + 1, rotatedAt: now, keys: [...keys, { ...newNext, state: "next" }] };
+}
+
+/** The instant a key retired at `retiredAt` leaves the JWKS. */
+export const retiredUntil = (retiredAt: number) => retiredAt + (MAX_TOKEN_LIFETIME_S + CLOCK_SKEW_S) * 1000;
+
+/**
+ * Revokes `kid`: it leaves the set at once. Revoking the current key promotes the next key
+ * immediately (an emergency does not wait for caches); revoking current or next publishes
+ * `replacement` as the new next key. Returns undefined when `kid` is not in the set.
+ */
+export function revokeKey(set: KeySetRecord, kid: string, replacement: SigningKeyRecord, now: number): KeySetRecord | undefined {
+  const target = set.keys.find((k) => k.kid === kid);
+  if (target === undefined) return undefined;
+  const rest = set.keys.filter((k) => k.kid !== kid);
+  if (target.state === "retired") return { ...set, version: set.version + 1, keys: rest };
+  const promoted =
+    target.state === "current" ? rest.map((k): SigningKeyRecord => (k.state === "next" ? { ...k, state: "current", activatesAt: now } : k)) : rest;
+  return {
+    ...set,
+    version: set.version + 1,
+    rotatedAt: target.state === "current" ? now : set.rotatedAt,
+    keys: [...promoted, { ...replacement, state: "next" }],
+  };
+}
+
+/** Drops retired keys whose last token has expired; undefined when nothing changes. */
+export function pruneKeySet(set: KeySetRecord, now: number): KeySetRecord | undefined {
+  const keys = set.keys.filter((k) => k.state !== "retired" || (k.removedFromJwksAt ?? Infinity) > now);
+  return keys.length === set.keys.length ? undefined : { ...set, version: set.version + 1, keys };
+}

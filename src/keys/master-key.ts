@@ -1,0 +1,82 @@
+/**
+ * @module keys/master-key
+ * Finds the master key that seals signing keys at rest, in this order: TOKENMINT_MASTER_KEY,
+ * TOKENMINT_MASTER_KEY_FILE, `$CREDENTIALS_DIRECTORY/master-key`, `<data-dir>/master.key`.
+ * A key is generated (mode 0600, with a warning) only at the default path and only while the data
+ * holds no sealed keys yet; an existing key is never replaced.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { base64url } from "jose";
+import type { Config } from "../config/schema.ts";
+
+/** A problem with the master key that must stop start-up. */
+export class MasterKeyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "MasterKeyError";
+  }
+}
+
+export interface MasterKeySource {
+  raw: Uint8Array<ArrayBuffer>;
+  /** Where it came from, for logs: never the key itself. */
+  origin: string;
+  generated: boolean;
+}
+
+/** Decodes a base64url master key, demanding exactly 32 bytes. */
+export function decodeMasterKey(text: string, origin: string): Uint8Array<ArrayBuffer> {
+  let raw: Uint8Array<ArrayBuffer>;
+  try {
+    raw = base64url.decode(text.trim()) as Uint8Array<ArrayBuffer>;
+  } catch {
+    throw new MasterKeyError(`the master key from ${origin} is not valid base64url`);
+  }
+  if (raw.byteLength !== 32) {
+    throw new MasterKeyError(`the master key from ${origin} must decode to 32 bytes, got ${raw.byteLength}`);
+  }
+  return raw;
+}
+
+/** Encodes 32 fresh random bytes as a master key string. */
+export const generateMasterKeyText = () => base64url.encode(crypto.getRandomValues(new Uint8Array(32)));
+
+/**
+ * Resolves the master key for `config`. `dataHasKeys` says whether the store already holds keys
+ * sealed with some master key (then nothing is ever generated).
+ */
+export function resolveMasterKey(config: Config, dataHasKeys: boolean): MasterKeySource {
+  if (config.masterKey !== undefined) {
+    return { raw: decodeMasterKey(config.masterKey, "TOKENMINT_MASTER_KEY"), origin: "TOKENMINT_MASTER_KEY", generated: false };
+  }
+  const explicit = config.masterKeyFile;
+  const credential = config.credentialsDirectory !== undefined ? join(config.credentialsDirectory, "master-key") : undefined;
+  const fallback = join(config.dataDir, "master.key");
+  const path = explicit ?? (credential !== undefined && existsSync(credential) ? credential : fallback);
+  if (existsSync(path)) return { raw: readKeyFile(path), origin: path, generated: false };
+  if (path !== fallback) throw new MasterKeyError(`the master key file ${path} does not exist`);
+  if (dataHasKeys) {
+    throw new MasterKeyError(
+      `no master key found (looked for ${path}) but the data directory holds sealed signing keys: restore the master key that sealed them`,
+    );
+  }
+  try {
+    writeFileSync(path, `${generateMasterKeyText()}\n`, { mode: 0o600, flag: "wx" });
+  } catch (error) {
+    // Another process (the CLI beside a starting server) generated it first: use that one.
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw new MasterKeyError(`cannot write the master key to ${path}: ${(error as Error).message}`);
+    return { raw: readKeyFile(path), origin: path, generated: false };
+  }
+  return { raw: readKeyFile(path), origin: path, generated: true };
+}
+
+function readKeyFile(path: string): Uint8Array<ArrayBuffer> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new MasterKeyError(`cannot read the master key file ${path}: ${(error as Error).message}`);
+  }
+  return decodeMasterKey(text, path);
+}

@@ -1,0 +1,72 @@
+/**
+ * @module main
+ * Process entry: parses the command line, loads settings, builds the context, runs the command,
+ * and turns every failure into one line on stderr and a non-zero exit code.
+ */
+import { apikeysCommand } from "./cli/apikeys.ts";
+import { parseArgs, UsageError, type ParsedArgs } from "./cli/args.ts";
+import { HELP } from "./cli/help.ts";
+import { keysCommand } from "./cli/keys.ts";
+import type { Output } from "./cli/output.ts";
+import { serve } from "./cli/serve.ts";
+import { ConfigError, loadConfig } from "./config/load.ts";
+import { systemClock } from "./context.ts";
+import { AppError } from "./errors.ts";
+import { MasterKeyError } from "./keys/master-key.ts";
+import { createLogger } from "./logging/logger.ts";
+import { StartupError } from "./startup.ts";
+import { openContext } from "./startup.ts";
+import { StoreError } from "./store/store.ts";
+import { COMMIT, VERSION } from "./version.ts";
+
+const io: Output = {
+  out: (text) => process.stdout.write(`${text}\n`),
+  err: (text) => process.stderr.write(`${text}\n`),
+};
+
+const COMMANDS = new Set(["serve", "apikeys", "keys"]);
+
+async function run(args: ParsedArgs): Promise<number> {
+  const command = args.words[0];
+  if (args.switches.has("--version")) {
+    io.out(`tokenmint ${VERSION} (${COMMIT})`);
+    return 0;
+  }
+  if (command === undefined || args.switches.has("--help") || command === "help") {
+    io.out(HELP[command !== undefined && COMMANDS.has(command) ? command : "main"] as string);
+    return command === undefined && !args.switches.has("--help") ? 2 : 0;
+  }
+  if (!COMMANDS.has(command)) throw new UsageError(`unknown command '${command}'; see 'tokenmint --help'`);
+  const config = loadConfig(process.env, args.values);
+  const logger =
+    command === "serve"
+      ? createLogger(config.logLevel)
+      : createLogger(config.logLevel === "debug" ? "debug" : "warn", (line) => process.stderr.write(line));
+  const ctx = await openContext(config, logger, systemClock);
+  if (command === "serve") return serve(ctx);
+  try {
+    if (command === "apikeys") await apikeysCommand(ctx, args, io);
+    else await keysCommand(ctx, args, io);
+  } finally {
+    await ctx.store.close();
+  }
+  return 0;
+}
+
+/** One line for the operator; never a stack trace. */
+function reason(error: unknown): { text: string; code: number } {
+  if (error instanceof UsageError) return { text: `usage error: ${error.message}`, code: 2 };
+  if (error instanceof ConfigError) return { text: `invalid settings: ${error.problems.join("; ")}`, code: 1 };
+  if (error instanceof MasterKeyError || error instanceof StartupError) return { text: error.message, code: 1 };
+  if (error instanceof AppError || error instanceof StoreError) return { text: error.message, code: 1 };
+  return { text: `unexpected failure: ${(error as Error)?.message ?? String(error)}`, code: 1 };
+}
+
+try {
+  process.exitCode = await run(parseArgs(process.argv.slice(2)));
+} catch (error) {
+  const { text, code } = reason(error);
+  io.err(`tokenmint: ${text}`);
+  process.exitCode = code;
+}
+process.exit();

@@ -1,0 +1,54 @@
+/**
+ * @module schemas/common
+ * Building blocks shared by the request and response schemas. Each schema is written once and
+ * drives validation, the TypeScript type and the OpenAPI document.
+ */
+import { Type, type TSchema } from "@sinclair/typebox";
+import { UUID_PATTERN } from "../core/ids.ts";
+
+/** No C0 control characters and no DEL. */
+export const NO_CONTROL_CHARS = "^[^\\u0000-\\u001f\\u007f]*$";
+
+/** A required free-text field: trimmed before validation, then 1..max characters, no control characters. */
+export const Text = (max: number, description: string) =>
+  Type.String({
+    minLength: 1,
+    maxLength: max,
+    pattern: NO_CONTROL_CHARS,
+    description,
+    errorMessage: `must be a string of 1 to ${max} characters (after trimming) without control characters`,
+  });
+
+export const Uuid = (description: string) =>
+  Type.String({ pattern: UUID_PATTERN, description, errorMessage: "must be a UUID such as 0192d3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d" });
+
+export const DateTime = (description: string) => Type.String({ format: "date-time", description });
+
+/** The error body of every non-2xx answer. */
+export const ErrorBody = Type.Object(
+  {
+    code: Type.String({ description: "Stable machine-readable error code (see docs/errors.md)." }),
+    message: Type.String({ description: "What went wrong and what to do, for a person." }),
+  },
+  { additionalProperties: false, $id: "#/components/schemas/Error" },
+);
+
+/** Query of every listing. */
+export const PageQuery = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.String({ pattern: "^(100|[1-9][0-9]?)$", description: "Page size, 1 to 100 (default 50).", errorMessage: "must be a whole number from 1 to 100" }),
+    ),
+    cursor: Type.Optional(
+      Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$", description: "The `nextCursor` of the previous page.", errorMessage: "must be a nextCursor value from a previous page" }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** A page of items with the cursor of the next page (null on the last page). */
+export const PageOf = <T extends TSchema>(item: T) =>
+  Type.Object(
+    { items: Type.Array(item), nextCursor: Type.Union([Type.String(), Type.Null()], { description: "Pass as `cursor` for the next page; null when this is the last page." }) },
+    { additionalProperties: false },
+  );

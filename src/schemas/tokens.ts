@@ -1,0 +1,33 @@
+/** @module schemas/tokens — the token request and response of POST .../clients/{clientId}/tokens. */
+import { Type, type Static } from "@sinclair/typebox";
+import { DateTime } from "./common.ts";
+
+const flag = (description: string) => Type.Optional(Type.Boolean({ description, errorMessage: "must be true or false" }));
+
+export const TokenRequest = Type.Object(
+  {
+    expiresIn: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 172800,
+        description: "Lifetime in seconds, 1 to 172800 (48 h). Omitted or 0 means 3600.",
+        errorMessage: "must be a whole number of seconds from 1 to 172800 (0 or omitted means 3600)",
+      }),
+    ),
+    useJwtType: flag("When true the JWT header `typ` is `JWT` instead of `at+jwt`."),
+    audienceAsArray: flag("When true the `aud` claim is a one-element array instead of a string."),
+    forceDefaultDomain: flag("When true the issuer is the project's default URL even if a custom domain is set."),
+  },
+  { additionalProperties: false },
+);
+export const AccessToken = Type.Object(
+  {
+    accessToken: Type.String({ description: "The signed JWT." }),
+    expiresAt: DateTime("Expiry of the token (its `exp`), UTC."),
+    type: Type.Literal("Bearer", { description: "Token type for the Authorization header." }),
+  },
+  { additionalProperties: false },
+);
+
+export type TokenRequest = Static<typeof TokenRequest>;
+export type AccessToken = Static<typeof AccessToken>;

@@ -1,0 +1,84 @@
+/**
+ * @module startup
+ * Opens everything a process needs, in an order that never damages data: the store, its format
+ * check, the default project, the master key (verified against the data before any key is used),
+ * the signing keys, and the bootstrap API key. Used by `serve` and by every CLI command.
+ */
+import type { Config } from "./config/schema.ts";
+import { ensureBootstrapApiKey } from "./core/api-keys.ts";
+import { ensureDefaultProject } from "./core/projects.ts";
+import type { AppContext, Clock } from "./context.ts";
+import { KeyService } from "./keys/key-service.ts";
+import { MasterKeyError, resolveMasterKey } from "./keys/master-key.ts";
+import { createMasterKeyCheck, importMasterKey, verifyMasterKeyCheck } from "./keys/sealing.ts";
+import type { Logger } from "./logging/logger.ts";
+import { openLmdbStore } from "./store/lmdb/lmdb-store.ts";
+import type { Store } from "./store/store.ts";
+
+/** Major version of the data format this build reads and writes. */
+export const DATA_FORMAT = 1;
+
+/** A reason to refuse start-up, shown to the operator as one line. */
+export class StartupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "StartupError";
+  }
+}
+
+async function checkFormat(store: Store, dataDir: string): Promise<void> {
+  const format = await store.initMeta("format", DATA_FORMAT);
+  if (format !== DATA_FORMAT) {
+    throw new StartupError(`the data in ${dataDir} has format ${format}; this build reads format ${DATA_FORMAT}`);
+  }
+}
+
+async function unlockMasterKey(store: Store, config: Config, logger: Logger): Promise<CryptoKey> {
+  const existingCheck = await store.getMeta<string>("masterKeyCheck");
+  const source = resolveMasterKey(config, existingCheck !== undefined);
+  if (source.generated) {
+    logger.warn("master key generated beside the data; keep a copy elsewhere and prefer TOKENMINT_MASTER_KEY_FILE or a systemd credential", {
+      path: source.origin,
+    });
+  }
+  const masterKey = await importMasterKey(source.raw);
+  const check = existingCheck ?? (await store.initMeta("masterKeyCheck", await createMasterKeyCheck(masterKey)));
+  if (!(await verifyMasterKeyCheck(masterKey, check))) {
+    throw new MasterKeyError(`the master key from ${source.origin} does not match the signing keys in ${config.dataDir}; nothing was changed`);
+  }
+  return masterKey;
+}
+
+/**
+ * Builds the AppContext for `config`. On failure the store is closed again and the error
+ * (StartupError, MasterKeyError) carries a message fit for one line on stderr.
+ */
+export async function openContext(config: Config, logger: Logger, clock: Clock): Promise<AppContext> {
+  let store: Store;
+  try {
+    store = openLmdbStore(config.dataDir);
+  } catch (error) {
+    throw new StartupError(`cannot open the data directory ${config.dataDir}: ${(error as Error).message}`);
+  }
+  try {
+    await checkFormat(store, config.dataDir);
+    const projectId = await ensureDefaultProject(store, clock.now());
+    const masterKey = await unlockMasterKey(store, config, logger);
+    const keys = new KeyService({
+      store,
+      masterKey,
+      now: () => clock.now(),
+      logger,
+      signingAlg: config.signingAlg,
+      rotationPeriod: config.keyRotationPeriod,
+    });
+    await keys.load(projectId);
+    if (config.bootstrapApiKey !== undefined && (await ensureBootstrapApiKey(store, projectId, config.bootstrapApiKey, clock.now()))) {
+      logger.info("bootstrap API key registered");
+    }
+    return { config, logger, store, keys, clock, projectId, issuer: config.publicUrl, draining: false };
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}

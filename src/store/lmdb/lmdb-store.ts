@@ -1,0 +1,220 @@
+/**
+ * @module store/lmdb
+ * The embedded default store: one LMDB environment, one file (`tokenmint.mdb`) in the data
+ * directory. Every record kind has its own key prefix with the project first, so a listing is one
+ * range scan and never crosses projects. Writes run in lmdb transactions whose promise resolves
+ * only once the commit is flushed, so a resolved write is durable. Several processes (the server
+ * and the CLI) may use the file at once; LMDB serializes their writers.
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { open, type RootDatabase } from "lmdb";
+import {
+  StoreError,
+  type ApiKeyRecord,
+  type ClientRecord,
+  type KeySetRecord,
+  type Page,
+  type PageRequest,
+  type ProjectRecord,
+  type ProviderRecord,
+  type Store,
+  type Updater,
+} from "../store.ts";
+
+/** File name of the LMDB environment inside the data directory. */
+export const LMDB_FILE = "tokenmint.mdb";
+
+/** Last key of any string range starting with `prefix`. */
+const rangeEnd = (prefix: string) => `${prefix}\uffff`;
+
+const key = {
+  meta: (name: string) => `meta:${name}`,
+  project: (id: string) => `project:${id}`,
+  provider: (projectId: string, id: string) => `provider:${projectId}:${id}`,
+  providersOf: (projectId: string) => `provider:${projectId}:`,
+  client: (projectId: string, providerId: string, id: string) => `client:${projectId}:${providerId}:${id}`,
+  clientsOf: (projectId: string, providerId: string) => `client:${projectId}:${providerId}:`,
+  apiKey: (projectId: string, id: string) => `apikey:${projectId}:${id}`,
+  apiKeysOf: (projectId: string) => `apikey:${projectId}:`,
+  apiKeyHash: (hash: string) => `apikeyhash:${hash}`,
+  keySet: (projectId: string) => `keyset:${projectId}`,
+};
+
+/** Opens (creating if needed) the LMDB store in `dataDir`. */
+export function openLmdbStore(dataDir: string): LmdbStore {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const path = join(dataDir, LMDB_FILE);
+  const db = open({ path, encoding: "json", compression: false }) as RootDatabase<unknown, string>;
+  return new LmdbStore(db, path);
+}
+
+export class LmdbStore implements Store {
+  readonly description: string;
+  #db: RootDatabase<unknown, string>;
+
+  constructor(db: RootDatabase<unknown, string>, path: string) {
+    this.#db = db;
+    this.description = `lmdb ${path}`;
+  }
+
+  #get<T>(k: string): T | undefined {
+    return this.#db.get(k) as T | undefined;
+  }
+
+  #page<T extends { id: string }>(prefix: string, page: PageRequest): Page<T> {
+    const start = page.after === undefined ? prefix : `${prefix}${page.after}\u0000`;
+    const items: T[] = [];
+    for (const { value } of this.#db.getRange({ start, end: rangeEnd(prefix), limit: page.limit + 1 })) {
+      items.push(value as T);
+    }
+    const more = items.length > page.limit;
+    if (more) items.length = page.limit;
+    return { items, last: more ? items[items.length - 1]?.id : undefined };
+  }
+
+  /** Runs `update` on the record at `k` inside a write transaction. */
+  async #update<T>(k: string, what: string, update: Updater<T>): Promise<T> {
+    return this.#db.transaction(() => {
+      const current = this.#get<T>(k);
+      if (current === undefined) throw new StoreError("not_found", `${what} not found`);
+      const next = update(current);
+      if (next === undefined) return current;
+      this.#db.putSync(k, next);
+      return next;
+    });
+  }
+
+  async #create(k: string, what: string, record: unknown, requires?: { key: string; what: string }): Promise<void> {
+    await this.#db.transaction(() => {
+      if (requires !== undefined && this.#get(requires.key) === undefined) {
+        throw new StoreError("not_found", `${requires.what} not found`);
+      }
+      if (this.#get(k) !== undefined) throw new StoreError("already_exists", `${what} already exists`);
+      this.#db.putSync(k, record);
+    });
+  }
+
+  async getMeta<T>(name: string): Promise<T | undefined> {
+    return this.#get<T>(key.meta(name));
+  }
+
+  async initMeta<T>(name: string, value: T): Promise<T> {
+    return this.#db.transaction(() => {
+      const existing = this.#get<T>(key.meta(name));
+      if (existing !== undefined) return existing;
+      this.#db.putSync(key.meta(name), value);
+      return value;
+    });
+  }
+
+  createProject(project: ProjectRecord): Promise<void> {
+    return this.#create(key.project(project.id), "project", project);
+  }
+
+  async getProject(id: string): Promise<ProjectRecord | undefined> {
+    return this.#get(key.project(id));
+  }
+
+  async listProjects(): Promise<ProjectRecord[]> {
+    const prefix = "project:";
+    return [...this.#db.getRange({ start: prefix, end: rangeEnd(prefix) })].map(({ value }) => value as ProjectRecord);
+  }
+
+  createProvider(provider: ProviderRecord): Promise<void> {
+    return this.#create(key.provider(provider.projectId, provider.id), "provider", provider);
+  }
+
+  async getProvider(projectId: string, id: string): Promise<ProviderRecord | undefined> {
+    return this.#get(key.provider(projectId, id));
+  }
+
+  async listProviders(projectId: string, page: PageRequest): Promise<Page<ProviderRecord>> {
+    return this.#page(key.providersOf(projectId), page);
+  }
+
+  updateProvider(projectId: string, id: string, update: Updater<ProviderRecord>): Promise<ProviderRecord> {
+    return this.#update(key.provider(projectId, id), "provider", update);
+  }
+
+  async deleteProvider(projectId: string, id: string): Promise<void> {
+    await this.#db.transaction(() => {
+      const k = key.provider(projectId, id);
+      if (this.#get(k) === undefined) throw new StoreError("not_found", "provider not found");
+      const clients = key.clientsOf(projectId, id);
+      for (const _ of this.#db.getKeys({ start: clients, end: rangeEnd(clients), limit: 1 })) {
+        throw new StoreError("conflict", "provider still has clients");
+      }
+      this.#db.removeSync(k);
+    });
+  }
+
+  createClient(client: ClientRecord): Promise<void> {
+    return this.#create(key.client(client.projectId, client.providerId, client.id), "client", client, {
+      key: key.provider(client.projectId, client.providerId),
+      what: "provider",
+    });
+  }
+
+  async getClient(projectId: string, providerId: string, id: string): Promise<ClientRecord | undefined> {
+    return this.#get(key.client(projectId, providerId, id));
+  }
+
+  async listClients(projectId: string, providerId: string, page: PageRequest): Promise<Page<ClientRecord>> {
+    return this.#page(key.clientsOf(projectId, providerId), page);
+  }
+
+  updateClient(projectId: string, providerId: string, id: string, update: Updater<ClientRecord>): Promise<ClientRecord> {
+    return this.#update(key.client(projectId, providerId, id), "client", update);
+  }
+
+  async deleteClient(projectId: string, providerId: string, id: string): Promise<void> {
+    await this.#db.transaction(() => {
+      const k = key.client(projectId, providerId, id);
+      if (this.#get(k) === undefined) throw new StoreError("not_found", "client not found");
+      this.#db.removeSync(k);
+    });
+  }
+
+  async createApiKey(apiKey: ApiKeyRecord): Promise<void> {
+    await this.#db.transaction(() => {
+      if (this.#get(key.apiKeyHash(apiKey.hash)) !== undefined) throw new StoreError("already_exists", "API key already exists");
+      if (this.#get(key.apiKey(apiKey.projectId, apiKey.id)) !== undefined) {
+        throw new StoreError("already_exists", "API key already exists");
+      }
+      this.#db.putSync(key.apiKey(apiKey.projectId, apiKey.id), apiKey);
+      this.#db.putSync(key.apiKeyHash(apiKey.hash), [apiKey.projectId, apiKey.id]);
+    });
+  }
+
+  async getApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    const ref = this.#get<[string, string]>(key.apiKeyHash(hash));
+    return ref === undefined ? undefined : this.#get(key.apiKey(ref[0], ref[1]));
+  }
+
+  async listApiKeys(projectId: string): Promise<ApiKeyRecord[]> {
+    const prefix = key.apiKeysOf(projectId);
+    return [...this.#db.getRange({ start: prefix, end: rangeEnd(prefix) })].map(({ value }) => value as ApiKeyRecord);
+  }
+
+  updateApiKey(projectId: string, id: string, update: Updater<ApiKeyRecord>): Promise<ApiKeyRecord> {
+    return this.#update(key.apiKey(projectId, id), "API key", update);
+  }
+
+  async getKeySet(projectId: string): Promise<KeySetRecord | undefined> {
+    return this.#get(key.keySet(projectId));
+  }
+
+  async swapKeySet(next: KeySetRecord, expectedVersion: number): Promise<boolean> {
+    return this.#db.transaction(() => {
+      const current = this.#get<KeySetRecord>(key.keySet(next.projectId));
+      if ((current?.version ?? 0) !== expectedVersion) return false;
+      this.#db.putSync(key.keySet(next.projectId), next);
+      return true;
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.#db.close();
+  }
+}
