@@ -11,7 +11,7 @@
  * runs from an empty directory with no Bun, Node or node_modules around.
  *
  * Also injects TOKENMINT_VERSION (package.json) and TOKENMINT_COMMIT
- * (`git rev-parse --short HEAD`, or "unknown"); see scripts/build/globals.d.ts.
+ * (`git rev-parse --short HEAD`, or "unknown"); src/version.ts reads them.
  *
  * Cross-targets never download anything: they need @lmdb/lmdb-<os>-<arch> and
  * the target's Bun runtime (@oven/bun-<os>-<arch> or --bun-binary) on disk.

@@ -49,7 +49,7 @@ export function buildApp(ctx: AppContext) {
   const principals: Principals = new WeakMap();
   const app = new Elysia({ normalize: false, aot: true })
     .use(errorHandler(ctx.logger, routes))
-    .use(requestLog(ctx.logger))
+    .use(requestLog(ctx.logger, routes))
     .use(auth(ctx, principals))
     .use(bodyParser(ctx.config.maxBodyBytes));
   for (const route of routes) {

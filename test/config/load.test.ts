@@ -1,0 +1,87 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { configurationMarkdown } from "../../src/config/docs.ts";
+import { ConfigError, loadConfig } from "../../src/config/load.ts";
+import { SETTINGS } from "../../src/config/schema.ts";
+
+const problemsOf = (env: Record<string, string>, flags: Record<string, string> = {}) => {
+  try {
+    loadConfig(env, flags);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+};
+
+describe("loadConfig", () => {
+  test("defaults are the contract's", () => {
+    expect(loadConfig({})).toEqual({
+      host: "127.0.0.1",
+      port: 8080,
+      publicUrl: "http://localhost:8080",
+      dataDir: "./data",
+      masterKey: undefined,
+      masterKeyFile: undefined,
+      bootstrapApiKey: undefined,
+      keyRotationPeriod: 86400,
+      signingAlg: "RS256",
+      logLevel: "info",
+      maxBodyBytes: 65536,
+      credentialsDirectory: undefined,
+    });
+  });
+
+  test("the default public URL follows the port; flags win over variables", () => {
+    expect(loadConfig({ TOKENMINT_PORT: "9000" }).publicUrl).toBe("http://localhost:9000");
+    const config = loadConfig({ TOKENMINT_PORT: "9000", TOKENMINT_HOST: "0.0.0.0" }, { "--port": "9100", "--data-dir": "/srv/tm" });
+    expect([config.port, config.host, config.dataDir, config.publicUrl]).toEqual([9100, "0.0.0.0", "/srv/tm", "http://localhost:9100"]);
+  });
+
+  test("the public URL loses its trailing slash and must be plain http(s)", () => {
+    expect(loadConfig({ TOKENMINT_PUBLIC_URL: "https://auth.example.com/" }).publicUrl).toBe("https://auth.example.com");
+    expect(loadConfig({ TOKENMINT_PUBLIC_URL: "https://example.com/tm/" }).publicUrl).toBe("https://example.com/tm");
+    for (const bad of ["example.com", "ftp://example.com", "https://example.com/?a=1", "https://u:p@example.com"]) {
+      expect(problemsOf({ TOKENMINT_PUBLIC_URL: bad })[0]).toContain("TOKENMINT_PUBLIC_URL");
+    }
+  });
+
+  test("each bad value is named, and all problems are reported at once", () => {
+    const problems = problemsOf({
+      TOKENMINT_PORT: "70000",
+      TOKENMINT_SIGNING_ALG: "HS256",
+      TOKENMINT_KEY_ROTATION_PERIOD: "5",
+      TOKENMINT_BOOTSTRAP_API_KEY: "short",
+      TOKENMINT_LOG_LEVEL: "loud",
+    });
+    expect(problems).toHaveLength(5);
+    for (const name of ["TOKENMINT_PORT", "TOKENMINT_SIGNING_ALG", "TOKENMINT_KEY_ROTATION_PERIOD", "TOKENMINT_BOOTSTRAP_API_KEY", "TOKENMINT_LOG_LEVEL"]) {
+      expect(problems.some((p) => p.includes(name))).toBe(true);
+    }
+  });
+
+  test("ports and periods accept only whole numbers in range", () => {
+    for (const port of ["0", "65536", "abc", "80.5", "-1", ""]) expect(problemsOf({ TOKENMINT_PORT: port })).toHaveLength(1);
+    expect(loadConfig({ TOKENMINT_PORT: "65535" }).port).toBe(65535);
+    expect(loadConfig({ TOKENMINT_KEY_ROTATION_PERIOD: "0" }).keyRotationPeriod).toBe(0);
+    expect(loadConfig({ TOKENMINT_KEY_ROTATION_PERIOD: "60" }).keyRotationPeriod).toBe(60);
+    expect(problemsOf({ TOKENMINT_KEY_ROTATION_PERIOD: "59" })).toHaveLength(1);
+  });
+
+  test("every algorithm of the contract is accepted", () => {
+    for (const alg of ["RS256", "ES256", "EdDSA"]) expect(loadConfig({ TOKENMINT_SIGNING_ALG: alg }).signingAlg).toBe(alg as never);
+  });
+
+  test("CREDENTIALS_DIRECTORY is read for the master key lookup", () => {
+    expect(loadConfig({ CREDENTIALS_DIRECTORY: "/run/credentials/tokenmint.service" }).credentialsDirectory).toBe("/run/credentials/tokenmint.service");
+  });
+});
+
+describe("docs/configuration.md", () => {
+  test("is generated from the settings table (run `npm run docs` after changing it)", () => {
+    const committed = readFileSync(join(import.meta.dir, "..", "..", "docs", "configuration.md"), "utf8");
+    expect(committed).toBe(configurationMarkdown());
+    for (const setting of SETTINGS) expect(committed).toContain(`\`${setting.env}\``);
+  });
+});
