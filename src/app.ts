@@ -30,7 +30,8 @@ export function routeTable(ctx: AppContext): RouteDef[] {
     ...wellKnownRoutes(ctx),
     ...healthRoutes(ctx),
   ];
-  const document = JSON.stringify(openApiDocument(table, VERSION));
+  // The document describes the whole table, its own route included, so it is built after the push.
+  let document = "";
   table.push({
     method: "GET",
     path: "/openapi.json",
@@ -41,6 +42,7 @@ export function routeTable(ctx: AppContext): RouteDef[] {
     errors: [],
     handler: () => new Response(document, { headers: { "content-type": "application/json" } }),
   });
+  document = JSON.stringify(openApiDocument(table, VERSION));
   return table;
 }
 

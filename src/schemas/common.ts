@@ -19,6 +19,24 @@ export const Text = (max: number, description: string) =>
     errorMessage: `must be a string of 1 to ${max} characters (after trimming) without control characters`,
   });
 
+/**
+ * Body fields that CONTRACT §2 trims before validation (`name` of providers and clients, `audience`
+ * of clients). Validation runs on the raw JSON, so the body parser trims them first; a schema
+ * keyword could not, because TypeBox checks the value as sent.
+ */
+export const TRIMMED_FIELDS: readonly string[] = ["name", "audience"];
+
+/** Trims the TRIMMED_FIELDS string members of a top-level JSON object, in place; returns `body`. */
+export function trimTextFields(body: unknown): unknown {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return body;
+  const record = body as Record<string, unknown>;
+  for (const field of TRIMMED_FIELDS) {
+    const value = record[field];
+    if (typeof value === "string") record[field] = value.trim();
+  }
+  return body;
+}
+
 export const Uuid = (description: string) =>
   Type.String({ pattern: UUID_PATTERN, description, errorMessage: "must be a UUID such as 0192d3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d" });
 

@@ -1,10 +1,12 @@
 /**
  * @module http/plugins/body-parser
  * The one body parser: enforces the size limit (413), demands a JSON content type for a non-empty
- * body (415), treats an empty body as `{}`, and turns bad JSON into 400. Runs before validation.
+ * body (415), treats an empty body as `{}`, turns bad JSON into 400, and trims the text fields the
+ * contract trims (schemas/common.ts TRIMMED_FIELDS). Runs before validation.
  */
 import { Elysia } from "elysia";
 import { AppError } from "../../errors.ts";
+import { trimTextFields } from "../../schemas/common.ts";
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json(?:\s*;.*)?$/i;
 
@@ -24,11 +26,13 @@ export async function parseJsonBody(request: Request, maxBytes: number): Promise
   } catch {
     throw new AppError("invalid_request", "The request body is not valid UTF-8.");
   }
+  let parsed: unknown;
   try {
-    return JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch {
     throw new AppError("invalid_request", "The request body is not valid JSON.");
   }
+  return trimTextFields(parsed);
 }
 
 /** Registers the parser for every route. */

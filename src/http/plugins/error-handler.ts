@@ -40,7 +40,11 @@ export function toAppError(error: unknown, code: string, method: string, url: st
     return new AppError("conflict", `${error.message.charAt(0).toUpperCase()}${error.message.slice(1)}.`);
   }
   if (error instanceof ValidationError && error.type !== "response") return new AppError("invalid_request", describeValidation(error));
-  if (code === "PARSE") return new AppError("invalid_request", "The request body is not valid JSON.");
+  if (code === "PARSE") {
+    // Elysia wraps whatever the body parser throws (413, 415, bad JSON) in its ParseError.
+    const cause = (error as { cause?: unknown }).cause;
+    return cause instanceof AppError ? cause : new AppError("invalid_request", "The request body is not valid JSON.");
+  }
   if (code === "NOT_FOUND") {
     const pathname = new URL(url).pathname;
     const known = matchPath(routes, pathname);

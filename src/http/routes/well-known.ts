@@ -33,7 +33,8 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     const ring = ctx.keys.ring(ctx.projectId);
     const headers = { ...common, "cache-control": cacheControl(), etag: ring.jwksEtag };
     const match = request.headers.get("if-none-match");
-    if (match !== null && match.split(",").some((tag) => tag.trim().replace(/^W\//, "") === ring.jwksEtag)) {
+    // RFC 9110 §13.1.2: weak comparison, a list of tags, or `*` (any current representation).
+    if (match !== null && match.split(",").some((tag) => tag.trim() === "*" || tag.trim().replace(/^W\//, "") === ring.jwksEtag)) {
       return new Response(null, { status: 304, headers });
     }
     return new Response(ring.jwksBody, { headers: { ...headers, "content-type": "application/jwk-set+json" } });

@@ -1,0 +1,191 @@
+/** CONTRACT §3: every error row that applies, with the exact `{code, message}` body. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createApiKey, revokeApiKey } from "../../src/core/api-keys.ts";
+import { ERROR_TABLE } from "../../src/errors.ts";
+import { buildTestApp, createProviderAndClient, type TestApp } from "../helpers/app.ts";
+import { expectError } from "./support.ts";
+
+const MAX_BODY = 64 * 1024;
+
+describe("errors", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await buildTestApp();
+  });
+  afterAll(() => t.close());
+
+  const withKey = (key: string, method = "GET", path = "/v1/providers") => t.request(method, path, undefined, { authorization: `Bearer ${key}` });
+
+  test("400 for bad JSON", async () => {
+    await expectError(await t.api("POST", "/v1/providers", "{\"name\":", { "content-type": "application/json" }), 400, "invalid_request", "JSON");
+  });
+
+  describe("401", () => {
+    const expect401 = async (res: Response, expired: boolean) => {
+      const challenge = res.headers.get("www-authenticate");
+      const body = await expectError(res, 401, "unauthorized");
+      expect(challenge).toStartWith("Bearer");
+      if (expired) expect(body.message.toLowerCase()).toContain("expired");
+      else expect(body.message.toLowerCase()).not.toContain("expired");
+    };
+
+    test("missing Authorization header", async () => {
+      await expect401(await t.request("GET", "/v1/providers"), false);
+      await expect401(await t.request("GET", "/v1/providers", undefined, { authorization: "" }), false);
+    });
+
+    for (const header of ["Basic x", "Bearer", "Bearer ", "Token abc", "Bearer a b"]) {
+      test(`malformed header ${JSON.stringify(header)}`, async () => {
+        await expect401(await t.request("GET", "/v1/providers", undefined, { authorization: header }), false);
+      });
+    }
+
+    test("unknown key", async () => {
+      await expect401(await withKey("tm_this-key-was-never-issued-by-the-service-0000"), false);
+      await expect401(await withKey(`${t.apiKey}x`), false);
+    });
+
+    test("revoked key", async () => {
+      const { record, secret } = await createApiKey(t.ctx.store, t.ctx.projectId, "to-revoke", t.clock.now());
+      expect((await withKey(secret)).status).toBe(200);
+      await revokeApiKey(t.ctx.store, t.ctx.projectId, record.id, t.clock.now());
+      await expect401(await withKey(secret), false);
+    });
+
+    test("expired key, with a message that says so", async () => {
+      const { secret } = await createApiKey(t.ctx.store, t.ctx.projectId, "short-lived", t.clock.now(), 60);
+      expect((await withKey(secret)).status).toBe(200);
+      t.clock.advance(60);
+      await expect401(await withKey(secret), true);
+      expect((await t.api("GET", "/v1/providers")).status).toBe(200);
+    });
+
+    test("authentication comes before the body is read or validated", async () => {
+      await expect401(await t.request("POST", "/v1/providers", "{not json", { "content-type": "application/json" }), false);
+      await expect401(await t.request("POST", "/v1/providers", { bogus: 1 }), false);
+      await expect401(await t.request("POST", "/v1/providers", "x".repeat(MAX_BODY + 1), { "content-type": "text/plain" }), false);
+      await expect401(await t.request("GET", "/v1/providers/not-a-uuid"), false);
+    });
+  });
+
+  test("404 for an unknown route, with a JSON body", async () => {
+    await expectError(await t.request("GET", "/nope"), 404, "not_found");
+    await expectError(await t.api("GET", "/v1/nope"), 404, "not_found");
+    await expectError(await t.api("POST", "/v1/providers/x/y/z/w"), 404, "not_found");
+  });
+
+  test("405 with an Allow header for a known path and another method", async () => {
+    const put = await t.api("PUT", "/v1/providers", { name: "a" });
+    const allowPut = put.headers.get("allow") ?? "";
+    await expectError(put, 405, "method_not_allowed");
+    expect(allowPut.split(",").map((m) => m.trim()).sort()).toEqual(["GET", "POST"]);
+    const del = await t.api("DELETE", "/v1/keys");
+    const allowDel = del.headers.get("allow") ?? "";
+    await expectError(del, 405, "method_not_allowed");
+    expect(allowDel.split(",").map((m) => m.trim())).toEqual(["GET"]);
+  });
+
+  test("409 when the operation clashes with the current state", async () => {
+    const { providerId } = await createProviderAndClient(t);
+    await expectError(await t.api("DELETE", `/v1/providers/${providerId}`), 409, "conflict");
+  });
+
+  describe("413", () => {
+    const oversized = JSON.stringify({ name: "a", description: "x".repeat(MAX_BODY) });
+
+    test("with an honest Content-Length", async () => {
+      const length = String(new TextEncoder().encode(oversized).byteLength);
+      await expectError(await t.api("POST", "/v1/providers", oversized, { "content-type": "application/json", "content-length": length }), 413, "payload_too_large");
+    });
+
+    test("without a Content-Length (streamed body)", async () => {
+      const bytes = new TextEncoder().encode(oversized);
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let i = 0; i < bytes.byteLength; i += 8192) controller.enqueue(bytes.subarray(i, i + 8192));
+          controller.close();
+        },
+      });
+      const request = new Request("http://localhost/v1/providers", {
+        method: "POST",
+        body,
+        headers: { authorization: `Bearer ${t.apiKey}`, "content-type": "application/json" },
+      });
+      expect(request.headers.get("content-length")).toBeNull();
+      await expectError(await t.app.handle(request), 413, "payload_too_large");
+    });
+
+    test("a body of exactly the limit is read (and then validated)", async () => {
+      const filler = MAX_BODY - JSON.stringify({ name: "a", description: "" }).length;
+      const exact = JSON.stringify({ name: "a", description: "x".repeat(filler) });
+      expect(exact.length).toBe(MAX_BODY);
+      await expectError(await t.api("POST", "/v1/providers", exact, { "content-type": "application/json" }), 400, "invalid_request", "description");
+    });
+  });
+
+  describe("415", () => {
+    test("a JSON body sent as text/plain", async () => {
+      await expectError(await t.api("POST", "/v1/providers", JSON.stringify({ name: "a" }), { "content-type": "text/plain" }), 415, "unsupported_media_type");
+    });
+
+    test("a non-empty body without any content type", async () => {
+      const request = new Request("http://localhost/v1/providers", {
+        method: "POST",
+        body: new TextEncoder().encode(JSON.stringify({ name: "a" })),
+        headers: { authorization: `Bearer ${t.apiKey}` },
+      });
+      expect(request.headers.get("content-type")).toBeNull();
+      await expectError(await t.app.handle(request), 415, "unsupported_media_type");
+    });
+
+    test("application/json with a charset, and +json types, are accepted", async () => {
+      expect((await t.api("POST", "/v1/providers", JSON.stringify({ name: "a" }), { "content-type": "application/json; charset=utf-8" })).status).toBe(201);
+      expect((await t.api("POST", "/v1/providers", JSON.stringify({ name: "a" }), { "content-type": "application/merge-patch+json" })).status).toBe(201);
+    });
+  });
+
+  test("500 internal_error with the generic message and no detail for an unexpected fault", async () => {
+    const { providerId } = await createProviderAndClient(t);
+    const original = t.ctx.store.getProvider;
+    t.ctx.store.getProvider = () => Promise.reject(new Error("lmdb exploded at /secret/path"));
+    try {
+      const res = await t.api("GET", `/v1/providers/${providerId}`);
+      const text = await res.clone().text();
+      const body = await expectError(res, 500, "internal_error");
+      expect(body.message).toBe(ERROR_TABLE.internal_error.message);
+      for (const leak of ["exploded", "/secret/path", "stack", "    at ", "Error:"]) expect(text).not.toContain(leak);
+    } finally {
+      t.ctx.store.getProvider = original;
+    }
+    expect((await t.api("GET", `/v1/providers/${providerId}`)).status).toBe(200);
+  });
+
+  test("503 unavailable while the service drains", async () => {
+    t.ctx.draining = true;
+    try {
+      const res = await t.api("GET", "/v1/providers");
+      expect(res.headers.get("retry-after")).not.toBeNull();
+      await expectError(res, 503, "unavailable");
+      await expectError(await t.api("POST", "/v1/providers", { name: "a" }), 503, "unavailable");
+    } finally {
+      t.ctx.draining = false;
+    }
+    expect((await t.api("GET", "/v1/providers")).status).toBe(200);
+  });
+});
+
+describe("docs/errors.md", () => {
+  test("lists exactly the codes and statuses of ERROR_TABLE, in order", () => {
+    const text = readFileSync(join(import.meta.dir, "..", "..", "docs", "errors.md"), "utf8");
+    const rows = text
+      .split("\n")
+      .filter((line) => line.startsWith("|"))
+      .map((line) => line.split("|").slice(1, -1).map((cell) => cell.trim()));
+    expect(rows[0]).toEqual(["status", "code", "meaning"]);
+    const entries = rows.slice(2).map(([status, code, meaning]) => ({ status: Number(status), code: code?.replaceAll("`", ""), meaningGiven: (meaning ?? "").length > 0 }));
+    const expected = Object.entries(ERROR_TABLE).map(([code, { status }]) => ({ status, code, meaningGiven: true }));
+    expect(entries).toEqual(expected);
+  });
+});

@@ -1,0 +1,91 @@
+/** GET /openapi.json: an OpenAPI 3.1 document that covers the whole route table. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { routeTable } from "../../src/app.ts";
+import { buildTestApp, type TestApp } from "../helpers/app.ts";
+import { json, mediaType } from "./support.ts";
+
+interface Operation {
+  summary?: string;
+  parameters?: { name: string; in: string; required: boolean; schema: unknown }[];
+  requestBody?: { content: Record<string, { schema: Record<string, unknown> }> };
+  responses: Record<string, { description: string; content?: Record<string, { schema: Record<string, unknown> }> }>;
+  security?: unknown[];
+}
+interface Document {
+  openapi: string;
+  info: { title: string; version: string };
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, { properties?: Record<string, unknown>; required?: string[] }>; securitySchemes: Record<string, Record<string, string>> };
+  security?: unknown[];
+}
+
+describe("OpenAPI document", () => {
+  let t: TestApp;
+  let doc: Document;
+  beforeAll(async () => {
+    t = await buildTestApp();
+    const res = await t.request("GET", "/openapi.json");
+    expect(res.status).toBe(200);
+    expect(mediaType(res)).toBe("application/json");
+    doc = await json<Document>(res);
+  });
+  afterAll(() => t.close());
+
+  test("is OpenAPI 3.1 with info, a bearer security scheme and the Error schema", () => {
+    expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(doc.info.title).toBe("tokenmint");
+    expect(doc.info.version.length).toBeGreaterThan(0);
+    expect(Object.values(doc.components.securitySchemes)).toContainEqual(expect.objectContaining({ type: "http", scheme: "bearer" }));
+    expect(doc.components.schemas.Error?.required?.sort()).toEqual(["code", "message"]);
+  });
+
+  test("every route of routeTable(ctx) appears under its path and method, with its success status", () => {
+    const routes = routeTable(t.ctx);
+    expect(routes.length).toBeGreaterThan(15);
+    for (const route of routes) {
+      const path = route.path.replace(/:(\w+)/g, "{$1}");
+      const operation = doc.paths[path]?.[route.method.toLowerCase()];
+      expect({ route: `${route.method} ${path}`, present: operation !== undefined }).toEqual({ route: `${route.method} ${path}`, present: true });
+      expect(operation?.responses[String(route.success.status)]).toBeDefined();
+      const declared = (operation?.parameters ?? []).filter((p) => p.in === "path").map((p) => p.name).sort();
+      expect(declared).toEqual([...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1] as string).sort());
+      if (route.auth) expect(operation?.responses["401"]).toBeDefined();
+      else expect(operation?.security).toEqual([]);
+    }
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+    expect(documented.length).toBe(routes.length);
+  });
+
+  test("every error response refers to the Error schema", () => {
+    for (const ops of Object.values(doc.paths)) {
+      for (const op of Object.values(ops)) {
+        for (const [status, response] of Object.entries(op.responses)) {
+          if (Number(status) < 400) continue;
+          expect(response.content?.["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/Error" });
+        }
+      }
+    }
+  });
+
+  test("the token request schema lists expiresIn as an integer with maximum 172800, and the flags as booleans", () => {
+    const op = doc.paths["/v1/providers/{providerId}/clients/{clientId}/tokens"]?.post;
+    const schema = op?.requestBody?.content["application/json"]?.schema as { properties: Record<string, Record<string, unknown>>; additionalProperties: boolean };
+    expect(schema.properties.expiresIn).toMatchObject({ type: "integer", maximum: 172800 });
+    for (const flag of ["useJwtType", "audienceAsArray", "forceDefaultDomain"]) expect(schema.properties[flag]).toMatchObject({ type: "boolean" });
+    expect(schema.additionalProperties).toBe(false);
+    expect(op?.responses["201"]?.content?.["application/json"]?.schema).toMatchObject({
+      properties: { accessToken: { type: "string" }, expiresAt: { type: "string", format: "date-time" }, type: { const: "Bearer" } },
+    });
+  });
+
+  test("listings document limit 1..100 and cursor as query parameters", () => {
+    const params = doc.paths["/v1/providers"]?.get?.parameters ?? [];
+    expect(params.map((p) => `${p.in}:${p.name}`).sort()).toEqual(["query:cursor", "query:limit"]);
+  });
+
+  test("the document leaks no TypeBox internals", () => {
+    const text = JSON.stringify(doc);
+    expect(text).not.toContain("errorMessage");
+    expect(text).not.toContain("[Kind]");
+  });
+});
