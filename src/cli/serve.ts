@@ -10,6 +10,12 @@ import { COMMIT, VERSION } from "../version.ts";
 
 /** Longest wait for in-flight requests at shutdown. */
 const DRAIN_TIMEOUT_MS = 10_000;
+/**
+ * How long the listener stays open after a signal, answering 503. Connections the kernel
+ * accepted before the signal but the event loop has not read yet would be reset if the listener
+ * closed at once; this lets them in so their requests get an answer.
+ */
+const ACCEPT_GRACE_MS = 100;
 
 /** Serves until a signal arrives; resolves with the exit code. */
 export async function serve(ctx: AppContext): Promise<number> {
@@ -41,6 +47,7 @@ export async function serve(ctx: AppContext): Promise<number> {
   ctx.logger.info("shutting down", { signal });
   ctx.draining = true;
   ctx.keys.stop();
+  await Bun.sleep(ACCEPT_GRACE_MS);
   const drained = await Promise.race([
     server.stop(false).then(() => true),
     new Promise<boolean>((resolve) => setTimeout(() => resolve(false), DRAIN_TIMEOUT_MS)),

@@ -1,0 +1,156 @@
+/**
+ * CONTRACT §1: the CLI works on the data directory while the server runs, and what it changes
+ * takes effect in the running server within a second. No output holds secrets or private keys.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { base64url, decodeProtectedHeader, type JSONWebKeySet } from "jose";
+import { api, cleanup, runTokenmint, startServer, waitFor, type Server } from "./process.ts";
+
+afterEach(cleanup);
+
+const PRIVATE_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "k"];
+
+/** base64url SHA-256 of a key: what the store keeps. */
+async function hashOf(secret: string): Promise<string> {
+  return base64url.encode(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret))));
+}
+
+async function cli(server: Server, ...args: string[]) {
+  return runTokenmint(args, server.env);
+}
+
+async function cliJson<T>(server: Server, ...args: string[]): Promise<T> {
+  const result = await cli(server, ...args);
+  if (result.code !== 0) throw new Error(`tokenmint ${args.join(" ")} exited ${result.code}: ${result.stderr}`);
+  return JSON.parse(result.stdout) as T;
+}
+
+interface ApiKeyJson {
+  id: string;
+  name: string;
+  status: string;
+  createdAt: string;
+  expiresAt: string | null;
+  key?: string;
+}
+
+const jwksKids = async (server: Server) => ((await (await fetch(`${server.url}/.well-known/jwks`)).json()) as JSONWebKeySet).keys.map((k) => k.kid);
+
+describe("apikeys", () => {
+  test("create --json, list (table and --json) without secrets, revoke takes effect in the running server", async () => {
+    const server = await startServer();
+    const created = await cliJson<ApiKeyJson>(server, "apikeys", "create", "--name", "x", "--json");
+    expect(created.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(created.name).toBe("x");
+    expect(created.key).toMatch(/^\S{32,}$/);
+    const secret = created.key as string;
+    expect((await api(server, secret, "GET", "/v1/providers")).status).toBe(200);
+
+    const hash = await hashOf(secret);
+    const table = await cli(server, "apikeys", "list");
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain(created.id);
+    expect(table.stdout).toMatch(/\bx\b/);
+    const listed = await cliJson<{ items: ApiKeyJson[] }>(server, "apikeys", "list", "--json");
+    expect(listed.items.map((k) => k.id)).toEqual([created.id]);
+    expect(listed.items[0]).not.toHaveProperty("key");
+    expect(listed.items[0]?.status).toBe("active");
+    for (const output of [table.stdout, table.stderr, JSON.stringify(listed)]) {
+      expect(output).not.toContain(secret);
+      expect(output).not.toContain(hash);
+    }
+
+    const revoked = await cli(server, "apikeys", "revoke", created.id);
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout + revoked.stderr).not.toContain(secret);
+    await waitFor("the revoked key to be refused", async () => ((await api(server, secret, "GET", "/v1/providers")).status === 401 ? true : undefined), 1500);
+    const after = await cliJson<{ items: ApiKeyJson[] }>(server, "apikeys", "list", "--json");
+    expect(after.items[0]?.status).toBe("revoked");
+  });
+
+  test("create --expires-in 1: the key works, then expires", async () => {
+    const server = await startServer();
+    const created = await cliJson<ApiKeyJson>(server, "apikeys", "create", "--name", "short-lived", "--expires-in", "1", "--json");
+    expect(Date.parse(created.expiresAt as string) - Date.parse(created.createdAt)).toBe(1000);
+    const secret = created.key as string;
+    const expiresAt = Date.parse(created.expiresAt as string);
+    const first = await api(server, secret, "GET", "/v1/providers");
+    // Answered before the expiry (same machine clock): the key must still have worked.
+    if (Date.now() < expiresAt) expect(first.status).toBe(200);
+    const res = await waitFor(
+      "the key to expire",
+      async () => {
+        const r = await api(server, secret, "GET", "/v1/providers");
+        return r.status === 401 ? r : undefined;
+      },
+      3000,
+      100,
+    );
+    expect(((await res.json()) as { message: string }).message).toMatch(/expired/i);
+    expect(Date.now()).toBeGreaterThanOrEqual(expiresAt);
+  });
+
+  test("a bootstrap key works, survives a restart and is registered once", async () => {
+    const bootstrap = `bootstrap-${base64url.encode(crypto.getRandomValues(new Uint8Array(24)))}`;
+    const settings = { TOKENMINT_BOOTSTRAP_API_KEY: bootstrap };
+    const first = await startServer({ settings });
+    expect((await api(first, bootstrap, "GET", "/v1/providers")).status).toBe(200);
+    expect(await first.proc.stop()).toBe(0);
+
+    const masterKey = first.env.TOKENMINT_MASTER_KEY as string;
+    const second = await startServer({ dataDir: first.dataDir, masterKey, settings });
+    expect((await api(second, bootstrap, "GET", "/v1/providers")).status).toBe(200);
+    const listed = await cliJson<{ items: ApiKeyJson[] }>(second, "apikeys", "list", "--json");
+    expect(listed.items).toHaveLength(1);
+    expect(JSON.stringify(listed)).not.toContain(bootstrap);
+    expect(second.proc.stdout.join("\n")).not.toContain(bootstrap);
+  });
+});
+
+describe("keys", () => {
+  test("list --json shows public metadata only", async () => {
+    const server = await startServer();
+    const result = await cli(server, "keys", "list", "--json");
+    expect(result.code).toBe(0);
+    const { items } = JSON.parse(result.stdout) as { items: Record<string, unknown>[] };
+    expect(items.map((k) => k.state).sort()).toEqual(["current", "next"]);
+    const kids = await jwksKids(server);
+    expect(items.map((k) => k.kid).sort()).toEqual([...kids].sort() as string[]);
+    // No private member anywhere in the output, at any depth.
+    JSON.parse(result.stdout, (name, value) => {
+      expect(PRIVATE_MEMBERS).not.toContain(name);
+      return value;
+    });
+    const table = await cli(server, "keys", "list");
+    expect(table.code).toBe(0);
+    for (const kid of kids) expect(table.stdout).toContain(kid as string);
+  });
+
+  test("revoke KID of the current key: the running server drops it from the JWKS and signs with another key", async () => {
+    const server = await startServer();
+    const { items } = await cliJson<{ items: { kid: string; state: string }[] }>(server, "keys", "list", "--json");
+    const current = items.find((k) => k.state === "current")?.kid as string;
+    expect(await jwksKids(server)).toContain(current);
+
+    const revoked = await cli(server, "keys", "revoke", current);
+    expect(revoked.code).toBe(0);
+    await waitFor("the JWKS to drop the revoked kid", async () => (!(await jwksKids(server)).includes(current) ? true : undefined), 1500);
+
+    const apiKey = (await cliJson<ApiKeyJson>(server, "apikeys", "create", "--name", "keys", "--json")).key as string;
+    const provider = (await (await api(server, apiKey, "POST", "/v1/providers", { name: "p" })).json()) as { id: string };
+    const client = (await (await api(server, apiKey, "POST", `/v1/providers/${provider.id}/clients`, { name: "c", audience: "a" })).json()) as { id: string };
+    const token = (await (await api(server, apiKey, "POST", `/v1/providers/${provider.id}/clients/${client.id}/tokens`)).json()) as { accessToken: string };
+    expect(decodeProtectedHeader(token.accessToken).kid).not.toBe(current);
+  });
+
+  test("rotate right after start is refused with a one-line reason naming the max-age", async () => {
+    const server = await startServer({ settings: { TOKENMINT_KEY_ROTATION_PERIOD: "60" } });
+    const before = await jwksKids(server);
+    const result = await cli(server, "keys", "rotate");
+    expect(result.code).toBe(1);
+    expect(result.stderrLines).toHaveLength(1);
+    expect(result.stderrLines[0]).toMatch(/max-age/);
+    expect(result.stdout).toBe("");
+    expect(await jwksKids(server)).toEqual(before);
+  });
+});

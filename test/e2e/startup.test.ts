@@ -1,0 +1,140 @@
+/**
+ * CONTRACT §1: a bad setting stops start-up with a one-line reason and never damages the data;
+ * help, version and usage errors; the generated master key.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { cleanup, freePort, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
+
+afterEach(cleanup);
+
+/** Runs `serve` with `settings` in a fresh data directory on a free port; it is expected to exit. */
+async function serveWith(settings: Record<string, string | undefined>, dataDir = tempDataDir()): Promise<CliResult> {
+  const env = processEnv({ TOKENMINT_DATA_DIR: dataDir, TOKENMINT_HOST: "127.0.0.1", TOKENMINT_PORT: String(await freePort()), ...settings });
+  return runTokenmint(["serve"], env, 8000);
+}
+
+/** Exit code non-zero and exactly one stderr line; returns that line. */
+function refusal(result: CliResult): string {
+  expect(result.code).not.toBe(0);
+  expect(result.stderrLines).toHaveLength(1);
+  return result.stderrLines[0] as string;
+}
+
+const sha256 = (path: string) => new Bun.CryptoHasher("sha256").update(readFileSync(path)).digest("hex");
+
+describe("bad settings stop start-up with one line that names the problem", () => {
+  const cases: [string, Record<string, string>, RegExp][] = [
+    ["unknown signing algorithm", { TOKENMINT_SIGNING_ALG: "HS256" }, /TOKENMINT_SIGNING_ALG.*HS256/],
+    ["port out of range", { TOKENMINT_PORT: "70000" }, /TOKENMINT_PORT.*70000/],
+    ["port not a number", { TOKENMINT_PORT: "abc" }, /TOKENMINT_PORT.*abc/],
+    ["rotation period below the minimum", { TOKENMINT_KEY_ROTATION_PERIOD: "5" }, /TOKENMINT_KEY_ROTATION_PERIOD/],
+    ["short bootstrap API key", { TOKENMINT_BOOTSTRAP_API_KEY: "short" }, /TOKENMINT_BOOTSTRAP_API_KEY.*32/],
+    ["master key of the wrong length", { TOKENMINT_MASTER_KEY: "not-32-bytes" }, /TOKENMINT_MASTER_KEY.*32 bytes/],
+    ["short bootstrap API key (the value is not echoed)", { TOKENMINT_BOOTSTRAP_API_KEY: "SECRET-SENTINEL" }, /TOKENMINT_BOOTSTRAP_API_KEY/],
+    ["missing master key file", { TOKENMINT_MASTER_KEY_FILE: "/nonexistent" }, /\/nonexistent.*does not exist/],
+  ];
+  for (const [name, settings, pattern] of cases) {
+    test(name, async () => {
+      const line = refusal(await serveWith(settings));
+      expect(line).toMatch(pattern);
+      expect(line).not.toContain("    at ");
+      // Secrets are named, never echoed.
+      for (const [env, value] of Object.entries(settings)) if (/KEY$/.test(env)) expect(line).not.toContain(value);
+    });
+  }
+
+  test("several bad settings are all reported at once", async () => {
+    const result = await serveWith({ TOKENMINT_SIGNING_ALG: "HS256", TOKENMINT_PORT: "70000", TOKENMINT_KEY_ROTATION_PERIOD: "5", TOKENMINT_BOOTSTRAP_API_KEY: "short" });
+    expect(result.code).toBe(1);
+    const line = refusal(result);
+    for (const name of ["TOKENMINT_SIGNING_ALG", "TOKENMINT_PORT", "TOKENMINT_KEY_ROTATION_PERIOD", "TOKENMINT_BOOTSTRAP_API_KEY"]) expect(line).toContain(name);
+  });
+
+  test("a wrong master key for existing data stops start-up and changes nothing", async () => {
+    const keyA = newMasterKey();
+    const first = await startServer({ masterKey: keyA });
+    expect(await first.proc.stop()).toBe(0);
+    const dataFile = join(first.dataDir, "tokenmint.mdb");
+    const before = sha256(dataFile);
+
+    const keyB = newMasterKey();
+    const result = await serveWith({ TOKENMINT_MASTER_KEY: keyB }, first.dataDir);
+    expect(result.code).toBe(1);
+    expect(refusal(result)).toMatch(/does not match/);
+    expect(result.stderr).not.toContain(keyB);
+    expect(sha256(dataFile)).toBe(before);
+    expect(existsSync(join(first.dataDir, "master.key"))).toBe(false);
+
+    const again = await startServer({ dataDir: first.dataDir, masterKey: keyA });
+    expect(await again.proc.stop()).toBe(0);
+  });
+
+  test("a port already in use is reported clearly", async () => {
+    const blocker = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") });
+    try {
+      const result = await serveWith({ TOKENMINT_PORT: String(blocker.port), TOKENMINT_MASTER_KEY: newMasterKey() });
+      expect(result.code).toBe(1);
+      expect(refusal(result)).toMatch(new RegExp(`127\\.0\\.0\\.1:${blocker.port} is already in use`));
+    } finally {
+      await blocker.stop(true);
+    }
+  });
+});
+
+describe("help, version and usage errors", () => {
+  const env = () => processEnv({ TOKENMINT_DATA_DIR: tempDataDir() });
+  const cases: [string[], string[]][] = [
+    [["--help"], ["serve", "apikeys create", "apikeys list", "apikeys revoke", "keys list", "keys rotate", "keys revoke"]],
+    [["serve", "--help"], ["tokenmint serve", "SIGTERM", "TOKENMINT_PORT"]],
+    [["apikeys", "--help"], ["apikeys create", "apikeys list", "apikeys revoke"]],
+    [["keys", "--help"], ["keys list", "keys rotate", "keys revoke"]],
+  ];
+  for (const [args, mentions] of cases) {
+    test(`${args.join(" ")} exits 0 and describes its commands`, async () => {
+      const result = await runTokenmint(args, env());
+      expect(result.code).toBe(0);
+      for (const text of mentions) expect(result.stdout).toContain(text);
+      expect(result.stderr).toBe("");
+    });
+  }
+
+  test("--version prints 'tokenmint <version>'", async () => {
+    const result = await runTokenmint(["--version"], env());
+    expect(result.code).toBe(0);
+    expect(result.stdout.trim()).toMatch(/^tokenmint \S+/);
+    expect(result.stdout.trim().split("\n")).toHaveLength(1);
+  });
+
+  test("an unknown command exits 2 with one line", async () => {
+    const dataDir = tempDataDir();
+    const result = await runTokenmint(["frobnicate"], processEnv({ TOKENMINT_DATA_DIR: dataDir }));
+    expect(result.code).toBe(2);
+    expect(result.stderrLines).toHaveLength(1);
+    expect(result.stderrLines[0]).toContain("frobnicate");
+    expect(existsSync(join(dataDir, "tokenmint.mdb"))).toBe(false);
+  });
+});
+
+describe("generated master key", () => {
+  test("first start generates <data-dir>/master.key (0600) with a warning; without it later, start-up refuses", async () => {
+    const first = await startServer({ masterKey: null });
+    const keyFile = join(first.dataDir, "master.key");
+    expect(existsSync(keyFile)).toBe(true);
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    expect(readFileSync(keyFile, "utf8").trim()).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const warning = first.proc.logs().find((line) => line.level === "warn");
+    expect(warning?.msg).toMatch(/master key generated/);
+    expect(await first.proc.stop()).toBe(0);
+
+    rmSync(keyFile);
+    const dataFile = join(first.dataDir, "tokenmint.mdb");
+    const before = sha256(dataFile);
+    const result = await serveWith({}, first.dataDir);
+    expect(result.code).toBe(1);
+    expect(refusal(result)).toMatch(/master key/);
+    expect(existsSync(keyFile)).toBe(false);
+    expect(sha256(dataFile)).toBe(before);
+  });
+});
