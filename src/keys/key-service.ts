@@ -122,20 +122,26 @@ export class KeyService {
   /** Rotation by the timer, a missed one included, and removal of expired retired keys. */
   async #maintain(projectId: string): Promise<void> {
     let pending: Promise<SigningKeyRecord> | undefined;
-    await this.#swap(projectId, async (set) => {
+    // What the attempt that finally swapped did; logged only after the swap succeeded, so a
+    // process that lost the race does not report a rotation it did not make.
+    let outcome: { rotated: boolean; removed: number } = { rotated: false, removed: 0 };
+    const written = await this.#swap(projectId, async (set) => {
       const now = this.#o.now();
       const due = scheduledRotationAt(set, this.#o.rotationPeriod, this.jwksMaxAge);
       if (due !== undefined && now >= due) {
         pending ??= this.#generate(projectId, "next");
         const rotated = rotateKeySet(set, await pending, now, this.jwksMaxAge);
         if ("readyAt" in rotated) return undefined;
-        this.#o.logger.info("signing key rotated", { kid: rotated.keys.find((k) => k.state === "current")?.kid, reason: "scheduled" });
+        outcome = { rotated: true, removed: 0 };
         return pruneKeySet(rotated, now) ?? rotated;
       }
       const pruned = pruneKeySet(set, now);
-      if (pruned !== undefined) this.#o.logger.info("retired signing keys removed", { count: set.keys.length - pruned.keys.length });
+      outcome = { rotated: false, removed: pruned === undefined ? 0 : set.keys.length - pruned.keys.length };
       return pruned;
     });
+    if (written === undefined) return;
+    if (outcome.rotated) this.#o.logger.info("signing key rotated", { kid: written.keys.find((k) => k.state === "current")?.kid, reason: "scheduled" });
+    else if (outcome.removed > 0) this.#o.logger.info("retired signing keys removed", { count: outcome.removed });
   }
 
   /** Promotes the next key now. Conflict when it has not been published for the JWKS max-age yet. */

@@ -1,0 +1,271 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from "jose";
+import { loadConfig } from "../../src/config/load.ts";
+import { AppError } from "../../src/errors.ts";
+import { MasterKeyError, generateMasterKeyText } from "../../src/keys/master-key.ts";
+import { silentLogger } from "../../src/logging/logger.ts";
+import { openContext } from "../../src/startup.ts";
+import { openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
+import { FakeClock, buildTestApp, tempDir, type TestApp, type TestAppOptions } from "../helpers/app.ts";
+
+const PERIOD_S = 3600;
+const MAX_AGE_S = 300;
+const RETAIN_S = 172_800 + 300;
+const ISSUER = "https://tokens.example.test";
+const AUDIENCE = "https://api.example.test";
+
+const opened: TestApp[] = [];
+const dirs: { path: string; remove: () => void }[] = [];
+afterEach(async () => {
+  for (const t of opened.splice(0)) await t.close();
+  for (const d of dirs.splice(0)) d.remove();
+});
+
+/** A test app with a 3600 s rotation period; closed after the test. */
+async function app(options: TestAppOptions = {}): Promise<TestApp> {
+  const t = await buildTestApp({ rotationPeriod: PERIOD_S, ...options });
+  opened.push(t);
+  return t;
+}
+
+async function closeApp(t: TestApp): Promise<void> {
+  opened.splice(opened.indexOf(t), 1);
+  await t.close();
+}
+
+function sharedDir(): string {
+  const dir = tempDir();
+  dirs.push(dir);
+  return dir.path;
+}
+
+const ring = (t: TestApp) => t.ctx.keys.ring(t.ctx.projectId);
+const jwks = (t: TestApp) => JSON.parse(ring(t).jwksBody) as JSONWebKeySet;
+const jwksKids = (t: TestApp) => jwks(t).keys.map((k) => k.kid as string);
+const storedSet = async (t: TestApp) => (await t.ctx.store.getKeySet(t.ctx.projectId))!;
+
+async function signToken(t: TestApp, lifetimeS: number): Promise<string> {
+  const iat = Math.floor(t.clock.now() / 1000);
+  return ring(t).sign("at+jwt", { iss: ISSUER, sub: "client", client_id: "client", aud: AUDIENCE, iat, exp: iat + lifetimeS, jti: crypto.randomUUID() });
+}
+
+/** Verifies `token` against the ring's current JWKS at the fake clock's time; returns the signing kid. */
+async function verify(t: TestApp, token: string): Promise<string | undefined> {
+  const { protectedHeader } = await jwtVerify(token, createLocalJWKSet(jwks(t)), {
+    issuer: ISSUER,
+    audience: AUDIENCE,
+    typ: "at+jwt",
+    currentDate: new Date(t.clock.now()),
+  });
+  return protectedHeader.kid;
+}
+
+/** Runs `op`, which must reject with an AppError; returns its code. */
+async function appErrorCode(op: Promise<unknown>): Promise<string> {
+  try {
+    await op;
+  } catch (error) {
+    expect(error).toBeInstanceOf(AppError);
+    return (error as AppError).code;
+  }
+  throw new Error("expected an AppError");
+}
+
+describe("KeyService rotation", () => {
+  test("tokens stay verifiable across 5 rotations until their exp; each new key was published first", async () => {
+    const t = await app();
+    const firstSeen = new Map<string, number>();
+    const observe = () => jwksKids(t).forEach((kid) => firstSeen.has(kid) || firstSeen.set(kid, t.clock.now()));
+    observe();
+    const tokens: { token: string; kid: string }[] = [];
+    for (let i = 0; i < 5; i++) {
+      const token = await signToken(t, 172_800);
+      tokens.push({ token, kid: decodeProtectedHeader(token).kid as string });
+      expect(tokens.at(-1)?.kid).toBe(ring(t).kid);
+      const before = { kids: jwksKids(t), kid: ring(t).kid, version: ring(t).version };
+      t.clock.advance(PERIOD_S);
+      await t.ctx.keys.tick();
+      expect(ring(t).version).toBe(before.version + 1);
+      expect(ring(t).kid).not.toBe(before.kid);
+      expect(before.kids).toContain(ring(t).kid);
+      expect(t.clock.now() - firstSeen.get(ring(t).kid)!).toBeGreaterThanOrEqual(MAX_AGE_S * 1000);
+      observe();
+      for (const { token, kid } of tokens) expect(await verify(t, token)).toBe(kid);
+    }
+    expect(new Set(tokens.map((x) => x.kid)).size).toBe(5);
+    expect(jwksKids(t)).toHaveLength(7); // current, next and 5 retired keys
+    // One second before the first token expires, every token still verifies.
+    t.clock.ms = ((decodeJwt(tokens[0]!.token).exp as number) - 1) * 1000;
+    await t.ctx.keys.tick();
+    for (const { token, kid } of tokens) expect(await verify(t, token)).toBe(kid);
+  });
+
+  test("a retired key leaves the JWKS and the store exactly at retirement + 48 h + 300 s", async () => {
+    const t = await app();
+    const first = ring(t).kid;
+    t.clock.advance(PERIOD_S);
+    await t.ctx.keys.tick();
+    const retiredAt = t.clock.now();
+    const removeAt = retiredAt + RETAIN_S * 1000;
+    expect((await t.ctx.keys.list(t.ctx.projectId)).find((k) => k.kid === first)).toMatchObject({ state: "retired", retiredAt, removedFromJwksAt: removeAt });
+    t.clock.ms = removeAt - 1;
+    await t.ctx.keys.tick();
+    expect(jwksKids(t)).toContain(first);
+    const etag = ring(t).jwksEtag;
+    t.clock.ms = removeAt;
+    await t.ctx.keys.tick();
+    expect(jwksKids(t)).not.toContain(first);
+    expect((await storedSet(t)).keys.map((k) => k.kid)).not.toContain(first);
+    expect(ring(t).jwksEtag).not.toBe(etag);
+  });
+
+  test("rotate() right after a rotation is a conflict until the next key is max-age old", async () => {
+    const t = await app();
+    t.clock.advance(PERIOD_S);
+    await t.ctx.keys.tick();
+    const { version, kid } = ring(t);
+    expect(await appErrorCode(t.ctx.keys.rotate(t.ctx.projectId))).toBe("conflict");
+    t.clock.advance(MAX_AGE_S - 1);
+    expect(await appErrorCode(t.ctx.keys.rotate(t.ctx.projectId))).toBe("conflict");
+    expect(ring(t).version).toBe(version);
+    expect((await storedSet(t)).version).toBe(version);
+    const nextKid = (await storedSet(t)).keys.find((k) => k.state === "next")!.kid;
+    t.clock.advance(1);
+    const views = await t.ctx.keys.rotate(t.ctx.projectId);
+    expect(ring(t).kid).toBe(nextKid);
+    expect(ring(t).version).toBe(version + 1);
+    expect(views.slice(0, 1)).toEqual([{ kid: nextKid, alg: "ES256", state: "current", createdAt: expect.any(Number), activatesAt: t.clock.now(), retiredAt: undefined, removedFromJwksAt: undefined }]);
+    expect(views.find((v) => v.kid === kid)).toMatchObject({ state: "retired", retiredAt: t.clock.now() });
+  });
+});
+
+describe("KeyService timer", () => {
+  test("list() shows public metadata; the next key activates at the scheduled rotation", async () => {
+    const t = await app();
+    const set = await storedSet(t);
+    const [current, next] = [set.keys.find((k) => k.state === "current")!, set.keys.find((k) => k.state === "next")!];
+    expect(await t.ctx.keys.list(t.ctx.projectId)).toEqual([
+      { kid: current.kid, alg: "ES256", state: "current", createdAt: t.clock.now(), activatesAt: t.clock.now(), retiredAt: undefined, removedFromJwksAt: undefined },
+      { kid: next.kid, alg: "ES256", state: "next", createdAt: t.clock.now(), activatesAt: t.clock.now() + PERIOD_S * 1000, retiredAt: undefined, removedFromJwksAt: undefined },
+    ]);
+    expect(t.ctx.keys.jwksMaxAge).toBe(MAX_AGE_S);
+  });
+
+  test("with rotation off, tick never rotates but rotate() still works", async () => {
+    const t = await app({ rotationPeriod: 0 });
+    const { kid, version } = ring(t);
+    t.clock.advance(30 * 86_400);
+    await t.ctx.keys.tick();
+    expect([ring(t).kid, ring(t).version]).toEqual([kid, version]);
+    expect((await t.ctx.keys.list(t.ctx.projectId))[1]?.activatesAt).toBeUndefined();
+    await t.ctx.keys.rotate(t.ctx.projectId);
+    expect(ring(t).kid).not.toBe(kid);
+  });
+});
+
+describe("KeyService revocation", () => {
+  test("revoking the current key removes it from the JWKS at once; the ring signs with the next key", async () => {
+    const t = await app();
+    const old = ring(t).kid;
+    const oldToken = await signToken(t, 600);
+    const nextKid = (await storedSet(t)).keys.find((k) => k.state === "next")!.kid;
+    const views = await t.ctx.keys.revoke(t.ctx.projectId, old);
+    expect(jwksKids(t)).not.toContain(old);
+    expect(ring(t).kid).toBe(nextKid);
+    expect(views.map((v) => v.kid)).not.toContain(old);
+    expect(views.map((v) => v.state)).toEqual(["current", "next"]);
+    expect(jwksKids(t)).toEqual(views.map((v) => v.kid));
+    const fresh = await signToken(t, 600);
+    expect(decodeProtectedHeader(fresh).kid).toBe(nextKid);
+    expect(await verify(t, fresh)).toBe(nextKid);
+    await expect(verify(t, oldToken)).rejects.toThrow();
+  });
+
+  test("revoking an unknown kid is not_found and changes nothing", async () => {
+    const t = await app();
+    const before = await storedSet(t);
+    expect(await appErrorCode(t.ctx.keys.revoke(t.ctx.projectId, "no-such-kid"))).toBe("not_found");
+    expect(await storedSet(t)).toEqual(before);
+  });
+});
+
+describe("KeyService across restarts and processes", () => {
+  test("a missed rotation is caught up once at load", async () => {
+    const dataDir = sharedDir();
+    const clock = new FakeClock();
+    const first = await app({ dataDir, clock });
+    const before = await storedSet(first);
+    await closeApp(first);
+    clock.advance(3 * PERIOD_S);
+    const second = await app({ dataDir, masterKey: first.masterKey, clock });
+    const after = await storedSet(second);
+    expect(after.version).toBe(before.version + 1);
+    expect(after.rotatedAt).toBe(clock.now());
+    const retired = after.keys.filter((k) => k.state === "retired");
+    expect(retired.map((k) => [k.kid, k.retiredAt])).toEqual([[before.keys.find((k) => k.state === "current")!.kid, clock.now()]]);
+    expect(ring(second).kid).toBe(before.keys.find((k) => k.state === "next")!.kid);
+    await second.ctx.keys.tick();
+    expect((await storedSet(second)).version).toBe(after.version);
+  });
+
+  test("two services on one data dir both ticking when due rotate exactly once", async () => {
+    const dataDir = sharedDir();
+    const clock = new FakeClock();
+    const logLines: string[] = [];
+    const a = await app({ dataDir, clock, logLines });
+    const b = await app({ dataDir, masterKey: a.masterKey, clock, logLines });
+    const version = ring(a).version;
+    expect(ring(b).version).toBe(version);
+    clock.advance(PERIOD_S);
+    await Promise.all([a.ctx.keys.tick(), b.ctx.keys.tick()]);
+    const set = await storedSet(a);
+    expect(set.version).toBe(version + 1);
+    expect(set.keys.filter((k) => k.state === "retired")).toHaveLength(1);
+    expect([ring(a).version, ring(b).version]).toEqual([version + 1, version + 1]);
+    expect(ring(b).kid).toBe(ring(a).kid);
+    expect(ring(b).jwksBody).toBe(ring(a).jwksBody);
+    expect(jwksKids(a)).toEqual([set.keys.find((k) => k.state === "current")!.kid, set.keys.find((k) => k.state === "next")!.kid, set.keys.find((k) => k.state === "retired")!.kid]);
+    expect(logLines.filter((l) => l.includes('"signing key rotated"'))).toHaveLength(1);
+  });
+
+  test("a manual rotation by one service is picked up by the other on its next tick", async () => {
+    const dataDir = sharedDir();
+    const clock = new FakeClock();
+    const a = await app({ dataDir, clock });
+    const b = await app({ dataDir, masterKey: a.masterKey, clock });
+    const old = ring(b).kid;
+    clock.advance(MAX_AGE_S);
+    await a.ctx.keys.rotate(a.ctx.projectId);
+    expect(ring(a).kid).not.toBe(old);
+    expect(ring(b).kid).toBe(old);
+    // The timer's next tick runs in a later event-loop turn, where lmdb-js reads a fresh snapshot.
+    await new Promise<void>((resolve) => setTimeout(resolve, 0));
+    await b.ctx.keys.tick();
+    expect(ring(b).kid).toBe(ring(a).kid);
+    expect(ring(b).jwksBody).toBe(ring(a).jwksBody);
+  });
+
+  test("a wrong or missing master key for existing data throws MasterKeyError and changes nothing", async () => {
+    const dataDir = sharedDir();
+    const clock = new FakeClock();
+    const first = await app({ dataDir, clock });
+    const projectId = first.ctx.projectId;
+    const before = JSON.stringify(await first.ctx.store.getKeySet(projectId));
+    const check = await first.ctx.store.getMeta<string>("masterKeyCheck");
+    await closeApp(first);
+    clock.advance(3 * PERIOD_S); // a rotation is due: it must not happen
+    const env = { TOKENMINT_DATA_DIR: dataDir, TOKENMINT_SIGNING_ALG: "ES256", TOKENMINT_KEY_ROTATION_PERIOD: String(PERIOD_S) };
+    for (const masterKey of [generateMasterKeyText(), undefined]) {
+      const config = loadConfig({ ...env, TOKENMINT_MASTER_KEY: masterKey });
+      await expect(openContext(config, silentLogger, clock)).rejects.toBeInstanceOf(MasterKeyError);
+    }
+    const store = openLmdbStore(dataDir);
+    try {
+      expect(JSON.stringify(await store.getKeySet(projectId))).toBe(before);
+      expect(await store.getMeta<string>("masterKeyCheck")).toBe(check);
+    } finally {
+      await store.close();
+    }
+    expect(await Bun.file(`${dataDir}/master.key`).exists()).toBe(false);
+  });
+});

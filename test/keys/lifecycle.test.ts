@@ -1,0 +1,172 @@
+import { describe, expect, test } from "bun:test";
+import {
+  CLOCK_SKEW_S,
+  MAX_TOKEN_LIFETIME_S,
+  initialKeySet,
+  jwksMaxAge,
+  keysByState,
+  nextKeyReadyAt,
+  pruneKeySet,
+  retiredUntil,
+  revokeKey,
+  rotateKeySet,
+  scheduledRotationAt,
+} from "../../src/keys/lifecycle.ts";
+import type { KeySetRecord, SigningKeyRecord } from "../../src/store/store.ts";
+
+const T0 = Date.UTC(2026, 0, 1);
+const S = 1000;
+const P = "0190f0c0-0000-7000-8000-000000000001";
+const RETAIN_MS = (172_800 + 300) * S;
+
+function key(kid: string, state: SigningKeyRecord["state"], createdAt: number): SigningKeyRecord {
+  return {
+    kid,
+    alg: "ES256",
+    state,
+    createdAt,
+    publicJwk: { kty: "EC", crv: "P-256", x: kid, y: kid, kid, alg: "ES256", use: "sig" },
+    sealedPrivateJwk: `sealed-${kid}`,
+  };
+}
+
+/** current "c" (rotated at T0), next "n" created at T0, one retired key "r". */
+function sampleSet(): KeySetRecord {
+  return {
+    projectId: P,
+    version: 4,
+    rotatedAt: T0,
+    keys: [
+      { ...key("c", "current", T0 - 3600 * S), activatesAt: T0 },
+      key("n", "next", T0),
+      { ...key("r", "retired", T0 - 7200 * S), activatesAt: T0 - 3600 * S, retiredAt: T0, removedFromJwksAt: T0 + RETAIN_MS },
+    ],
+  };
+}
+
+describe("jwksMaxAge", () => {
+  test("is 300 s when rotation is off, half a short period, capped at 300 s", () => {
+    expect(jwksMaxAge(0)).toBe(300);
+    expect(jwksMaxAge(60)).toBe(30);
+    expect(jwksMaxAge(61)).toBe(30);
+    expect(jwksMaxAge(600)).toBe(300);
+    expect(jwksMaxAge(86400)).toBe(300);
+  });
+
+  test("the retention margin is the longest token lifetime plus the clock skew", () => {
+    expect(MAX_TOKEN_LIFETIME_S + CLOCK_SKEW_S).toBe(172_800 + 300);
+    expect(retiredUntil(T0)).toBe(T0 + RETAIN_MS);
+  });
+});
+
+describe("initialKeySet", () => {
+  test("version 1, current active now, next waiting", () => {
+    const set = initialKeySet(P, key("a", "next", T0), key("b", "current", T0), T0 + 5);
+    expect(set).toEqual({
+      projectId: P,
+      version: 1,
+      rotatedAt: T0 + 5,
+      keys: [
+        { ...key("a", "current", T0), activatesAt: T0 + 5 },
+        key("b", "next", T0),
+      ],
+    });
+    expect(keysByState(set).current.kid).toBe("a");
+    expect(keysByState(set).next.kid).toBe("b");
+  });
+});
+
+describe("rotateKeySet", () => {
+  test("refuses until the next key has been published for maxAge, returning readyAt", () => {
+    const set = sampleSet();
+    expect(nextKeyReadyAt(set, 300)).toBe(T0 + 300 * S);
+    expect(rotateKeySet(set, key("x", "next", T0), T0, 300)).toEqual({ readyAt: T0 + 300 * S });
+    expect(rotateKeySet(set, key("x", "next", T0), T0 + 300 * S - 1, 300)).toEqual({ readyAt: T0 + 300 * S });
+    expect(rotateKeySet(set, key("x", "next", T0), T0 + 10 * S, 5)).not.toHaveProperty("readyAt");
+  });
+
+  test("at readyAt: next becomes current, current retires with its removal time, a new next is published", () => {
+    const set = sampleSet();
+    const now = T0 + 300 * S;
+    const rotated = rotateKeySet(set, key("x", "current", now - 1), now, 300);
+    expect(rotated).toEqual({
+      projectId: P,
+      version: 5,
+      rotatedAt: now,
+      keys: [
+        { ...set.keys[0]!, state: "retired", retiredAt: now, removedFromJwksAt: now + RETAIN_MS },
+        { ...set.keys[1]!, state: "current", activatesAt: now },
+        set.keys[2]!,
+        key("x", "next", now - 1),
+      ],
+    });
+    expect(set).toEqual(sampleSet());
+  });
+});
+
+describe("scheduledRotationAt", () => {
+  test("undefined when rotation is off", () => {
+    expect(scheduledRotationAt(sampleSet(), 0, 300)).toBeUndefined();
+  });
+
+  test("one period after the last rotation", () => {
+    expect(scheduledRotationAt(sampleSet(), 3600, 300)).toBe(T0 + 3600 * S);
+  });
+
+  test("never before the next key is ready", () => {
+    const set = { ...sampleSet(), rotatedAt: T0 - 3600 * S };
+    expect(scheduledRotationAt(set, 60, 300)).toBe(T0 + 300 * S);
+    const late = { ...set, keys: set.keys.map((k) => (k.state === "next" ? { ...k, createdAt: T0 + 50 * S } : k)) };
+    expect(scheduledRotationAt(late, 3600, 30)).toBe(T0 + 80 * S);
+  });
+});
+
+describe("revokeKey", () => {
+  const now = T0 + 10 * S;
+  const replacement = key("z", "current", now);
+
+  test("the current key: next is promoted at once, the replacement becomes next", () => {
+    const set = sampleSet();
+    expect(revokeKey(set, "c", replacement, now)).toEqual({
+      projectId: P,
+      version: 5,
+      rotatedAt: now,
+      keys: [{ ...set.keys[1]!, state: "current", activatesAt: now }, set.keys[2]!, { ...replacement, state: "next" }],
+    });
+  });
+
+  test("the next key: current keeps signing, the replacement becomes next", () => {
+    const set = sampleSet();
+    expect(revokeKey(set, "n", replacement, now)).toEqual({
+      projectId: P,
+      version: 5,
+      rotatedAt: T0,
+      keys: [set.keys[0]!, set.keys[2]!, { ...replacement, state: "next" }],
+    });
+  });
+
+  test("a retired key: it is dropped and nothing else changes", () => {
+    const set = sampleSet();
+    expect(revokeKey(set, "r", replacement, now)).toEqual({ projectId: P, version: 5, rotatedAt: T0, keys: [set.keys[0]!, set.keys[1]!] });
+  });
+
+  test("an unknown kid: undefined", () => {
+    expect(revokeKey(sampleSet(), "nope", replacement, now)).toBeUndefined();
+  });
+});
+
+describe("pruneKeySet", () => {
+  test("keeps a retired key until removedFromJwksAt, drops it at that instant", () => {
+    const set = sampleSet();
+    expect(pruneKeySet(set, T0)).toBeUndefined();
+    expect(pruneKeySet(set, T0 + RETAIN_MS - 1)).toBeUndefined();
+    expect(pruneKeySet(set, T0 + RETAIN_MS)).toEqual({ ...set, version: 5, keys: [set.keys[0]!, set.keys[1]!] });
+  });
+
+  test("never drops current or next keys, nor a retired key without a removal time", () => {
+    const set = sampleSet();
+    const { removedFromJwksAt: _, ...noRemoval } = set.keys[2]!;
+    const kept = { ...set, keys: [set.keys[0]!, set.keys[1]!, noRemoval] };
+    expect(pruneKeySet(kept, T0 + 100 * RETAIN_MS)).toBeUndefined();
+  });
+});

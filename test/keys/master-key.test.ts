@@ -1,0 +1,151 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { base64url } from "jose";
+import { loadConfig } from "../../src/config/load.ts";
+import { MasterKeyError, decodeMasterKey, generateMasterKeyText, resolveMasterKey } from "../../src/keys/master-key.ts";
+import { tempDir } from "../helpers/app.ts";
+
+/** Four distinct valid keys, one per possible source. */
+const KEY = {
+  env: base64url.encode(new Uint8Array(32).fill(1)),
+  file: base64url.encode(new Uint8Array(32).fill(2)),
+  credential: base64url.encode(new Uint8Array(32).fill(3)),
+  dataDir: base64url.encode(new Uint8Array(32).fill(4)),
+};
+const bytesOf = (text: string) => Array.from(base64url.decode(text));
+
+let root: { path: string; remove: () => void };
+let dataDir: string;
+let credDir: string;
+let explicitFile: string;
+
+beforeEach(() => {
+  root = tempDir("tokenmint-master-key-");
+  dataDir = join(root.path, "data");
+  credDir = join(root.path, "credentials");
+  explicitFile = join(root.path, "explicit.key");
+  mkdirSync(dataDir);
+  mkdirSync(credDir);
+});
+afterEach(() => root.remove());
+
+/** Config for the test directories; `sources` picks which settings are present. */
+function config(sources: { env?: string; file?: string; credentials?: boolean }) {
+  return loadConfig({
+    TOKENMINT_DATA_DIR: dataDir,
+    TOKENMINT_MASTER_KEY: sources.env,
+    TOKENMINT_MASTER_KEY_FILE: sources.file,
+    CREDENTIALS_DIRECTORY: sources.credentials ? credDir : undefined,
+  });
+}
+
+function writeAllKeyFiles(): void {
+  writeFileSync(explicitFile, `${KEY.file}\n`);
+  writeFileSync(join(credDir, "master-key"), KEY.credential);
+  writeFileSync(join(dataDir, "master.key"), `${KEY.dataDir}\n`);
+}
+
+/** Runs `resolve`, which must throw a MasterKeyError; returns its message. */
+function masterKeyError(resolve: () => unknown): string {
+  try {
+    resolve();
+  } catch (error) {
+    expect(error).toBeInstanceOf(MasterKeyError);
+    return (error as Error).message;
+  }
+  throw new Error("expected a MasterKeyError");
+}
+
+describe("resolveMasterKey: source order", () => {
+  test("TOKENMINT_MASTER_KEY wins over every file", () => {
+    writeAllKeyFiles();
+    const source = resolveMasterKey(config({ env: KEY.env, file: explicitFile, credentials: true }), true);
+    expect(source.origin).toBe("TOKENMINT_MASTER_KEY");
+    expect(source.generated).toBe(false);
+    expect(Array.from(source.raw)).toEqual(bytesOf(KEY.env));
+  });
+
+  test("TOKENMINT_MASTER_KEY_FILE wins over the credential and the data directory", () => {
+    writeAllKeyFiles();
+    const source = resolveMasterKey(config({ file: explicitFile, credentials: true }), true);
+    expect(source).toEqual({ raw: source.raw, origin: explicitFile, generated: false });
+    expect(Array.from(source.raw)).toEqual(bytesOf(KEY.file));
+  });
+
+  test("$CREDENTIALS_DIRECTORY/master-key wins over the data directory", () => {
+    writeAllKeyFiles();
+    const source = resolveMasterKey(config({ credentials: true }), true);
+    expect(source.origin).toBe(join(credDir, "master-key"));
+    expect(Array.from(source.raw)).toEqual(bytesOf(KEY.credential));
+  });
+
+  test("<data-dir>/master.key is used last; an empty credentials directory falls through to it", () => {
+    writeFileSync(join(dataDir, "master.key"), `${KEY.dataDir}\n`);
+    for (const credentials of [false, true]) {
+      const source = resolveMasterKey(config({ credentials }), true);
+      expect(source).toEqual({ raw: source.raw, origin: join(dataDir, "master.key"), generated: false });
+      expect(Array.from(source.raw)).toEqual(bytesOf(KEY.dataDir));
+    }
+  });
+});
+
+describe("resolveMasterKey: generation", () => {
+  test("generates <data-dir>/master.key (mode 0600) when the data holds no keys, then reuses it", () => {
+    const path = join(dataDir, "master.key");
+    const first = resolveMasterKey(config({ credentials: true }), false);
+    expect(first.generated).toBe(true);
+    expect(first.origin).toBe(path);
+    expect(first.raw.byteLength).toBe(32);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(readdirSync(credDir)).toEqual([]);
+    const second = resolveMasterKey(config({}), true);
+    expect(second.generated).toBe(false);
+    expect(Array.from(second.raw)).toEqual(Array.from(first.raw));
+  });
+
+  test("refuses when the default file is missing but the data has keys, and writes nothing", () => {
+    const message = masterKeyError(() => resolveMasterKey(config({ credentials: true }), true));
+    expect(message).toContain(join(dataDir, "master.key"));
+    expect(message).toContain("restore the master key");
+    expect(readdirSync(dataDir)).toEqual([]);
+  });
+
+  test("refuses when an explicit file is missing, even for empty data, and generates nothing", () => {
+    const message = masterKeyError(() => resolveMasterKey(config({ file: explicitFile }), false));
+    expect(message).toBe(`the master key file ${explicitFile} does not exist`);
+    expect(existsSync(explicitFile)).toBe(false);
+    expect(readdirSync(dataDir)).toEqual([]);
+  });
+});
+
+describe("resolveMasterKey: bad key values", () => {
+  const wrongLength = base64url.encode(new Uint8Array(31));
+  const standardBase64 = Buffer.alloc(32, 0xfb).toString("base64");
+
+  test("an env key that is not 32 bytes or not base64url", () => {
+    expect(masterKeyError(() => resolveMasterKey(config({ env: wrongLength }), false))).toBe(
+      "the master key from TOKENMINT_MASTER_KEY must decode to 32 bytes, got 31",
+    );
+    expect(masterKeyError(() => resolveMasterKey(config({ env: standardBase64 }), false))).toBe(
+      "the master key from TOKENMINT_MASTER_KEY is not valid base64url",
+    );
+    expect(masterKeyError(() => resolveMasterKey(config({ env: "not*a*key" }), false))).toContain("not valid base64url");
+  });
+
+  test("a key file that is not 32 bytes or not base64url; the file is never replaced", () => {
+    writeFileSync(explicitFile, base64url.encode(new Uint8Array(33)));
+    expect(masterKeyError(() => resolveMasterKey(config({ file: explicitFile }), false))).toContain("must decode to 32 bytes, got 33");
+    const fallback = join(dataDir, "master.key");
+    writeFileSync(fallback, "%%%");
+    expect(masterKeyError(() => resolveMasterKey(config({}), false))).toBe(`the master key from ${fallback} is not valid base64url`);
+    expect(Bun.file(fallback).size).toBe(3);
+  });
+
+  test("decodeMasterKey trims whitespace; generated keys decode to 32 bytes", () => {
+    expect(Array.from(decodeMasterKey(`  ${KEY.env}\n`, "x"))).toEqual(bytesOf(KEY.env));
+    const text = generateMasterKeyText();
+    expect(text).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(decodeMasterKey(text, "x").byteLength).toBe(32);
+  });
+});

@@ -1,0 +1,175 @@
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
+import { tempDir } from "../helpers/app.ts";
+import { runStoreContract } from "./contract.ts";
+import { T0, apiKeyRecord, clientRecord, keySetRecord, newProjectId, providerRecord, storeErrorKind } from "./fixtures.ts";
+
+runStoreContract("lmdb", async () => {
+  const dir = tempDir("tokenmint-store-");
+  const store = openLmdbStore(dir.path);
+  return {
+    store,
+    cleanup: async () => {
+      await store.close();
+      dir.remove();
+    },
+  };
+});
+
+/** Runs `body` with a temp data directory that is removed afterwards. */
+async function withDir(body: (path: string) => Promise<void>): Promise<void> {
+  const dir = tempDir("tokenmint-store-");
+  try {
+    await body(dir.path);
+  } finally {
+    dir.remove();
+  }
+}
+
+const A = newProjectId(T0);
+
+/**
+ * Ends the current event-loop turn. lmdb-js reads through a snapshot that it keeps until the next
+ * macrotask (or until the same instance commits), so a second instance in this process sees a
+ * write made by the first only from its next turn on. A process beside us (the CLI) gets the same
+ * guarantee: its committed writes are visible to our next turn.
+ */
+const nextTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+describe("lmdb store", () => {
+  test("describes itself with the data file path", () =>
+    withDir(async (path) => {
+      const store = openLmdbStore(path);
+      expect(store.description).toBe(`lmdb ${join(path, "tokenmint.mdb")}`);
+      await store.close();
+    }));
+
+  test("data survives close and reopen", () =>
+    withDir(async (path) => {
+      const p = providerRecord(A, T0);
+      const c = clientRecord(p, T0 + 1);
+      const k = apiKeyRecord(A, T0 + 2, "h");
+      const first = openLmdbStore(path);
+      await first.initMeta("format", 1);
+      await first.createProject({ id: A, name: "default", createdAt: T0 });
+      await first.createProvider(p);
+      await first.createClient(c);
+      await first.createApiKey(k);
+      expect(await first.swapKeySet(keySetRecord(A, 1), 0)).toBe(true);
+      await first.close();
+
+      const second = openLmdbStore(path);
+      expect(await second.getMeta<number>("format")).toBe(1);
+      expect(await second.listProjects()).toEqual([{ id: A, name: "default", createdAt: T0 }]);
+      expect(await second.getProvider(A, p.id)).toEqual(p);
+      expect(await second.getClient(A, p.id, c.id)).toEqual(c);
+      expect(await second.getApiKeyByHash("h")).toEqual(k);
+      expect(await second.getKeySet(A)).toEqual(keySetRecord(A, 1));
+      await second.close();
+    }));
+
+  test("two instances on one directory see each other's writes from their next turn", () =>
+    withDir(async (path) => {
+      const one = openLmdbStore(path);
+      const two = openLmdbStore(path);
+      try {
+        const p = providerRecord(A, T0);
+        await one.createProvider(p);
+        await nextTurn();
+        expect(await two.getProvider(A, p.id)).toEqual(p);
+        const renamed = await two.updateProvider(A, p.id, (cur) => ({ ...cur, name: "renamed" }));
+        await nextTurn();
+        expect(await one.getProvider(A, p.id)).toEqual(renamed);
+        // Writes always see the latest data: a transaction never works on a stale snapshot.
+        expect(await storeErrorKind(two.createProvider(p))).toBe("already_exists");
+        expect(await two.swapKeySet(keySetRecord(A, 1), 0)).toBe(true);
+        expect(await one.swapKeySet(keySetRecord(A, 1), 0)).toBe(false);
+        await nextTurn();
+        expect(await one.getKeySet(A)).toEqual(keySetRecord(A, 1));
+        await one.deleteProvider(A, p.id);
+        await nextTurn();
+        expect(await two.getProvider(A, p.id)).toBeUndefined();
+        // Closing one instance (the CLI exiting) leaves the other working.
+        await one.close();
+        expect(await two.initMeta("after-close", 2)).toBe(2);
+        expect(await two.getKeySet(A)).toEqual(keySetRecord(A, 1));
+      } finally {
+        await one.close();
+        await two.close();
+      }
+    }));
+
+  test("compare-and-swap race between two instances: exactly one wins each round", () =>
+    withDir(async (path) => {
+      const one = openLmdbStore(path);
+      const two = openLmdbStore(path);
+      try {
+        for (let round = 0; round < 20; round++) {
+          await nextTurn();
+          const [s1, s2] = await Promise.all([one.getKeySet(A), two.getKeySet(A)]);
+          const version = s1?.version ?? 0;
+          expect(s2?.version ?? 0).toBe(version);
+          const mine = { ...keySetRecord(A, version + 1), rotatedAt: 1 };
+          const theirs = { ...keySetRecord(A, version + 1), rotatedAt: 2 };
+          const results = await Promise.all([one.swapKeySet(mine, version), two.swapKeySet(theirs, version)]);
+          expect(results.filter(Boolean)).toHaveLength(1);
+          const stored = await one.getKeySet(A);
+          expect(stored).toEqual(results[0] ? mine : theirs);
+        }
+        expect((await two.getKeySet(A))?.version).toBe(20);
+      } finally {
+        await one.close();
+        await two.close();
+      }
+    }));
+
+  test("compare-and-swap race between processes: exactly one wins", () =>
+    withDir(async (path) => {
+      const seed = openLmdbStore(path);
+      expect(await seed.swapKeySet(keySetRecord(A, 1), 0)).toBe(true);
+      await seed.close();
+      const child = join(import.meta.dir, "cas-race-child.ts");
+      const procs = [101, 102, 103].map((label) =>
+        Bun.spawn([process.execPath, child, path, A, String(label)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" }),
+      );
+      const readers = procs.map((p) => lines(p.stdout));
+      // Every child has read version 1 before any of them swaps.
+      for (const r of readers) expect(await r.next()).toBe("ready 1");
+      for (const p of procs) {
+        p.stdin.write("go\n");
+        await p.stdin.end();
+      }
+      const outcomes = await Promise.all(readers.map((r) => r.next()));
+      expect(await Promise.all(procs.map((p) => p.exited))).toEqual([0, 0, 0]);
+      expect(outcomes.filter((o) => o === "swapped true")).toHaveLength(1);
+      expect(outcomes.filter((o) => o === "swapped false")).toHaveLength(2);
+      const after = openLmdbStore(path);
+      const stored = await after.getKeySet(A);
+      await after.close();
+      expect(stored?.version).toBe(2);
+      expect(stored?.rotatedAt).toBe([101, 102, 103][outcomes.indexOf("swapped true")]);
+    }));
+});
+
+/** Reads a byte stream line by line. */
+function lines(stream: ReadableStream<Uint8Array>): { next(): Promise<string | undefined> } {
+  const reader = stream.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  return {
+    async next() {
+      for (;;) {
+        const nl = buffer.indexOf("\n");
+        if (nl >= 0) {
+          const line = buffer.slice(0, nl);
+          buffer = buffer.slice(nl + 1);
+          return line;
+        }
+        const { value, done } = await reader.read();
+        if (done) return buffer === "" ? undefined : buffer;
+        buffer += decoder.decode(value, { stream: true });
+      }
+    },
+  };
+}
