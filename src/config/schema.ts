@@ -49,6 +49,10 @@ function integerIn(name: string, raw: string, min: number, max: number): number 
   return value;
 }
 
+function oneOf<T extends string>(name: string, allowed: readonly T[], raw: string): T | { problem: string } {
+  return allowed.find((value) => value === raw) ?? problem(`${name} must be one of ${allowed.join(", ")}, got '${raw}'`);
+}
+
 /** The settings, in the order they are resolved (later rows may read earlier ones). */
 export const SETTINGS: readonly Setting[] = [
   {
@@ -143,22 +147,14 @@ export const SETTINGS: readonly Setting[] = [
     env: "TOKENMINT_SIGNING_ALG",
     defaultText: "`RS256`",
     description: "Algorithm of newly generated signing keys: `RS256` (RSA 2048), `ES256` (P-256) or `EdDSA` (Ed25519).",
-    parse: (raw) => {
-      if (raw === undefined) return "RS256";
-      const found = SIGNING_ALGS.find((alg) => alg === raw.trim());
-      return found ?? problem(`TOKENMINT_SIGNING_ALG must be one of ${SIGNING_ALGS.join(", ")}, got '${raw}'`);
-    },
+    parse: (raw) => (raw === undefined ? "RS256" : oneOf("TOKENMINT_SIGNING_ALG", SIGNING_ALGS, raw.trim())),
   },
   {
     key: "logLevel",
     env: "TOKENMINT_LOG_LEVEL",
     defaultText: "`info`",
     description: "Least severe level written to stdout: `debug`, `info`, `warn` or `error`.",
-    parse: (raw) => {
-      if (raw === undefined) return "info";
-      const found = LOG_LEVELS.find((level) => level === raw.trim().toLowerCase());
-      return found ?? problem(`TOKENMINT_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got '${raw}'`);
-    },
+    parse: (raw) => (raw === undefined ? "info" : oneOf("TOKENMINT_LOG_LEVEL", LOG_LEVELS, raw.trim().toLowerCase())),
   },
   {
     key: "maxBodyBytes",

@@ -15,15 +15,7 @@ import { KeyRing } from "./key-ring.ts";
 import { initialKeySet, jwksMaxAge, pruneKeySet, revokeKey, rotateKeySet, scheduledRotationAt } from "./lifecycle.ts";
 
 /** Public metadata of one key, as `GET /v1/keys` and `keys list` show it. */
-export interface KeyView {
-  kid: string;
-  alg: SigningAlg;
-  state: KeyState;
-  createdAt: number;
-  activatesAt?: number;
-  retiredAt?: number;
-  removedFromJwksAt?: number;
-}
+export type KeyView = Pick<SigningKeyRecord, "kid" | "alg" | "state" | "createdAt" | "activatesAt" | "retiredAt" | "removedFromJwksAt">;
 
 export interface KeyServiceOptions {
   store: Store;
