@@ -43,14 +43,14 @@ async function run(args: ParsedArgs): Promise<number> {
       ? createLogger(config.logLevel)
       : createLogger(config.logLevel === "debug" ? "debug" : "warn", (line) => process.stderr.write(line));
   const ctx = await openContext(config, logger, systemClock);
-  if (command === "serve") return serve(ctx);
   try {
+    if (command === "serve") return await serve(ctx);
     if (command === "apikeys") await apikeysCommand(ctx, args, io);
     else await keysCommand(ctx, args, io);
+    return 0;
   } finally {
     await ctx.store.close();
   }
-  return 0;
 }
 
 /** One line for the operator; never a stack trace. */

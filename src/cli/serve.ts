@@ -7,6 +7,7 @@ import { buildApp } from "../app.ts";
 import type { AppContext } from "../context.ts";
 import { StartupError } from "../startup.ts";
 import { COMMIT, VERSION } from "../version.ts";
+import { acquireServeLock } from "./serve-lock.ts";
 
 /** Longest wait for in-flight requests at shutdown. */
 const DRAIN_TIMEOUT_MS = 10_000;
@@ -19,6 +20,17 @@ const ACCEPT_GRACE_MS = 100;
 
 /** Serves until a signal arrives; resolves with the exit code. */
 export async function serve(ctx: AppContext): Promise<number> {
+  const { dataDir } = ctx.config;
+  const lock = acquireServeLock(dataDir);
+  if ("heldBy" in lock) throw new StartupError(`another tokenmint server (pid ${lock.heldBy}) is serving the data directory ${dataDir}`);
+  try {
+    return await serveLocked(ctx);
+  } finally {
+    lock.release();
+  }
+}
+
+async function serveLocked(ctx: AppContext): Promise<number> {
   const app = buildApp(ctx);
   const { host, port } = ctx.config;
   let server: ReturnType<typeof Bun.serve>;

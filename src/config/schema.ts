@@ -25,6 +25,10 @@ export interface Config {
   signingAlg: SigningAlg;
   logLevel: LogLevel;
   maxBodyBytes: number;
+  metricsHost: string;
+  metricsPort: number | undefined;
+  logFile: string | undefined;
+  logRetentionDays: number;
   /** systemd's credentials directory (`$CREDENTIALS_DIRECTORY`), if the service runs under systemd. */
   credentialsDirectory: string | undefined;
 }
@@ -162,5 +166,39 @@ export const SETTINGS: readonly Setting[] = [
     defaultText: "`65536`",
     description: "Largest accepted request body in bytes; larger bodies get `413 payload_too_large`.",
     parse: (raw) => (raw === undefined ? 65536 : integerIn("TOKENMINT_MAX_BODY_BYTES", raw, 1024, 10_485_760)),
+  },
+  {
+    key: "metricsHost",
+    env: "TOKENMINT_METRICS_HOST",
+    defaultText: "`127.0.0.1`",
+    description: "Address of the Prometheus metrics listener (only used with TOKENMINT_METRICS_PORT).",
+    parse: (raw) => (raw === undefined ? "127.0.0.1" : raw.trim() === "" ? problem("TOKENMINT_METRICS_HOST must not be empty") : raw.trim()),
+  },
+  {
+    key: "metricsPort",
+    env: "TOKENMINT_METRICS_PORT",
+    defaultText: "off",
+    description: "Port of a separate listener serving Prometheus metrics at `/metrics`; unset means no metrics listener.",
+    parse: (raw, partial) => {
+      if (raw === undefined || raw === "") return undefined;
+      const value = integerIn("TOKENMINT_METRICS_PORT", raw, 1, 65535);
+      if (value === partial.port) return problem("TOKENMINT_METRICS_PORT must differ from TOKENMINT_PORT");
+      return value;
+    },
+  },
+  {
+    key: "logFile",
+    env: "TOKENMINT_LOG_FILE",
+    defaultText: "none (stdout)",
+    description:
+      "Write logs to daily files instead of stdout: `/var/log/tokenmint/tokenmint.log` writes `tokenmint-YYYY-MM-DD.log` (UTC date) in that directory.",
+    parse: (raw) => (raw === undefined || raw.trim() === "" ? undefined : raw.trim()),
+  },
+  {
+    key: "logRetentionDays",
+    env: "TOKENMINT_LOG_RETENTION_DAYS",
+    defaultText: "`1`",
+    description: "Days daily log files are kept (1-30); older ones are deleted by the service itself.",
+    parse: (raw) => (raw === undefined ? 1 : integerIn("TOKENMINT_LOG_RETENTION_DAYS", raw, 1, 30)),
   },
 ];

@@ -29,6 +29,10 @@ describe("loadConfig", () => {
       signingAlg: "RS256",
       logLevel: "info",
       maxBodyBytes: 65536,
+      metricsHost: "127.0.0.1",
+      metricsPort: undefined,
+      logFile: undefined,
+      logRetentionDays: 1,
       credentialsDirectory: undefined,
     });
   });
@@ -67,6 +71,14 @@ describe("loadConfig", () => {
     expect(loadConfig({ TOKENMINT_KEY_ROTATION_PERIOD: "0" }).keyRotationPeriod).toBe(0);
     expect(loadConfig({ TOKENMINT_KEY_ROTATION_PERIOD: "60" }).keyRotationPeriod).toBe(60);
     expect(problemsOf({ TOKENMINT_KEY_ROTATION_PERIOD: "59" })).toHaveLength(1);
+  });
+
+  test("log retention is 1 to 30 days; the metrics port must not clash with the API port", () => {
+    expect(loadConfig({ TOKENMINT_LOG_RETENTION_DAYS: "30" }).logRetentionDays).toBe(30);
+    expect(problemsOf({ TOKENMINT_LOG_RETENTION_DAYS: "31" })[0]).toContain("TOKENMINT_LOG_RETENTION_DAYS");
+    expect(problemsOf({ TOKENMINT_LOG_RETENTION_DAYS: "0" })).toHaveLength(1);
+    expect(loadConfig({ TOKENMINT_METRICS_PORT: "9464" }).metricsPort).toBe(9464);
+    expect(problemsOf({ TOKENMINT_METRICS_PORT: "8080" })[0]).toContain("must differ");
   });
 
   test("every algorithm of the contract is accepted", () => {

@@ -83,6 +83,24 @@ describe("bad settings stop start-up with one line that names the problem", () =
   });
 });
 
+describe("one server per data directory", () => {
+  test("a second serve on the same data directory is refused; a killed server's lock is stale", async () => {
+    const masterKey = newMasterKey();
+    const first = await startServer({ masterKey });
+    const second = await serveWith({ TOKENMINT_MASTER_KEY: masterKey, TOKENMINT_PORT: String(await freePort()) }, first.dataDir);
+    expect(second.code).toBe(1);
+    expect(refusal(second)).toMatch(new RegExp(`another tokenmint server \\(pid ${first.proc.pid}\\) is serving the data directory`));
+    expect(first.proc.done).toBe(false);
+
+    first.proc.signal("SIGKILL");
+    await first.proc.exited;
+    expect(existsSync(join(first.dataDir, "serve.pid"))).toBe(true);
+    const third = await startServer({ dataDir: first.dataDir, masterKey });
+    expect(await third.proc.stop()).toBe(0);
+    expect(existsSync(join(first.dataDir, "serve.pid"))).toBe(false);
+  });
+});
+
 describe("help, version and usage errors", () => {
   const env = () => processEnv({ TOKENMINT_DATA_DIR: tempDataDir() });
   const cases: [string[], string[]][] = [

@@ -52,6 +52,7 @@ export function openLmdbStore(dataDir: string): LmdbStore {
 export class LmdbStore implements Store {
   readonly description: string;
   #db: RootDatabase<unknown, string>;
+  #closed = false;
 
   constructor(db: RootDatabase<unknown, string>, path: string) {
     this.#db = db;
@@ -214,7 +215,10 @@ export class LmdbStore implements Store {
     });
   }
 
+  /** Closes the environment; closing twice is harmless. */
   async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
     await this.#db.close();
   }
 }

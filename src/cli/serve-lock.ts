@@ -1,0 +1,51 @@
+/**
+ * @module cli/serve-lock
+ * One `serve` per data directory: the server writes `<data-dir>/serve.pid` while it runs. A second
+ * `serve` and `restore` refuse while that process is alive; a file left by a killed server is
+ * recognized as stale (its pid is gone, or is no longer a tokenmint server) and replaced.
+ */
+import { readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+export const SERVE_LOCK_FILE = "serve.pid";
+
+/** The pid of a live server holding `dataDir`, or undefined. */
+export function liveServer(dataDir: string): number | undefined {
+  let pid: number;
+  try {
+    pid = Number.parseInt(readFileSync(join(dataDir, SERVE_LOCK_FILE), "utf8"), 10);
+  } catch {
+    return undefined;
+  }
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    // EPERM: alive but owned by another user (still a live holder).
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return undefined;
+  }
+  try {
+    // A reused pid of some unrelated program is not a server.
+    if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("serve")) return undefined;
+  } catch {
+    // No /proc (not Linux): trust the liveness check.
+  }
+  return pid;
+}
+
+/** Takes the lock for this process or returns the pid of the live holder. */
+export function acquireServeLock(dataDir: string): { release: () => void } | { heldBy: number } {
+  const holder = liveServer(dataDir);
+  if (holder !== undefined) return { heldBy: holder };
+  const path = join(dataDir, SERVE_LOCK_FILE);
+  writeFileSync(path, `${process.pid}\n`, { mode: 0o600 });
+  return {
+    release: () => {
+      try {
+        if (Number.parseInt(readFileSync(path, "utf8"), 10) === process.pid) unlinkSync(path);
+      } catch {
+        // Already gone: nothing to release.
+      }
+    },
+  };
+}
