@@ -17,17 +17,22 @@ Commands:
   keys list                   List signing keys (public metadata)
   keys rotate                 Promote the next signing key now
   keys revoke KID             Revoke a signing key: it leaves the JWKS at once
+  backup FILE                 Copy the data to FILE, safe while the server runs
+  restore FILE                Replace the data with a backup (server stopped)
+  check                       Verify settings, data and master key; show the keys
 
 Options:
-  --json                      Machine-readable output (apikeys, keys)
+  --json                      Machine-readable output (every command but serve)
   --help, -h                  Help for a command: tokenmint <command> --help
   --version, -v               Print version and commit
 
 Settings (environment variable, flag, meaning):
 ${SETTINGS_HELP}
 
-Commands work on the data directory while the server runs; the server sees their changes
-within a second. Exit code 0 on success, 1 on failure, 2 on a usage error.`,
+Commands work on the data directory while the server runs (restore excepted); the server sees
+their changes within a second. A backup holds signing keys sealed under the master key but never
+the master key itself: keep the master key separately. Exit code 0 on success, 1 on failure (one
+line on stderr), 2 on a usage error.`,
   serve: `Usage: tokenmint serve [--host HOST] [--port PORT] [--public-url URL] [--data-dir DIR]
 
 Starts the HTTP service: the management API under /v1 and the public discovery endpoints
@@ -52,4 +57,36 @@ SHA-256 hash is stored. Takes --data-dir like serve.`,
 Signing keys move next -> current -> retired -> removed. 'rotate' promotes the next key (it must
 have been published for the JWKS max-age first); 'revoke' removes a key from the JWKS at once.
 No command ever prints private key material. Takes --data-dir like serve.`,
+  backup: `Usage: tokenmint backup FILE [--data-dir DIR] [--json]
+
+Writes a consistent copy of the data (tokenmint.mdb) to FILE, a new file (mode 0600); an existing
+FILE is never overwritten. Safe while the server runs: the copy is one snapshot, and backup
+writes nothing to the data directory and never rotates keys.
+
+The copy holds the signing keys sealed (encrypted) under the master key, not the master key
+itself. Keep the master key separately (TOKENMINT_MASTER_KEY, TOKENMINT_MASTER_KEY_FILE or a
+systemd credential): without it a backup cannot be restored, and with it anyone holding the
+backup can sign tokens.
+
+Prints 'Backed up DIR to FILE (N bytes)', or {"file", "bytes"} with --json.`,
+  restore: `Usage: tokenmint restore FILE [--data-dir DIR] [--json]
+
+Replaces the data directory's tokenmint.mdb with the backup FILE. Stop the server first (and
+run no other command on the directory meanwhile): restore refuses while a server serves it.
+It also refuses when FILE is not a tokenmint backup of this data format, or when the configured
+master key does not open its signing keys. A refusal changes nothing.
+
+The backup is copied into the data directory under a temporary name, checked, flushed to disk
+and renamed over tokenmint.mdb, so a crash leaves either the old data or the restored data.
+Prints the restored file and its size, or {"file", "dataFile", "bytes"} with --json.`,
+  check: `Usage: tokenmint check [--data-dir DIR] [--json]
+
+Checks, without writing anything, what 'serve' needs: the settings are valid, the data
+directory holds data of the format this build reads, and the master key opens every sealed
+signing key. Then shows the default project's keys: the current kid and algorithm, the next
+key and the next rotation. Exit code 0 when all is well; 1 with one line on stderr otherwise
+(for example 'no data yet in DIR', or a master key that does not match).
+
+Settings:
+${SETTINGS_HELP}`,
 };

@@ -146,5 +146,13 @@ export interface Store {
    */
   swapKeySet(next: KeySetRecord, expectedVersion: number): Promise<boolean>;
 
+  /**
+   * Writes a consistent snapshot of all data to the new file `path`, safe while other processes
+   * write. Signing keys stay sealed under the master key, which the snapshot does not contain.
+   * Throws already_exists when `path` exists (it is never overwritten); a resolved promise means
+   * the file is complete and flushed to disk.
+   */
+  backup(path: string): Promise<void>;
+
   close(): Promise<void>;
 }

@@ -3,6 +3,9 @@
  * `factory` returns a fresh, empty store and a cleanup function (dex conformance style).
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Store } from "../../src/store/store.ts";
 import {
   T0,
@@ -237,6 +240,29 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
       expect(await store.swapKeySet(keySetRecord(A, 3), 1)).toBe(false);
       expect(await store.swapKeySet(keySetRecord(A, 3), 3)).toBe(false);
       expect(await store.getKeySet(A)).toEqual(keySetRecord(A, 2, T0 + 3_600_000));
+    });
+
+    test("backup: writes a new private file, never overwrites, leaves nothing partial, changes no data", async () => {
+      const p = providerRecord(A, T0);
+      await store.createProvider(p);
+      const dir = mkdtempSync(join(tmpdir(), "tokenmint-backup-"));
+      try {
+        const path = join(dir, "backup.mdb");
+        await store.backup(path);
+        expect(statSync(path).size).toBeGreaterThan(0);
+        expect(statSync(path).mode & 0o077).toBe(0);
+        const existing = join(dir, "existing");
+        writeFileSync(existing, "keep me");
+        expect(await storeErrorKind(store.backup(existing))).toBe("already_exists");
+        expect(readFileSync(existing, "utf8")).toBe("keep me");
+        const before = readFileSync(path);
+        expect(await storeErrorKind(store.backup(path))).toBe("already_exists");
+        expect(readFileSync(path).equals(before)).toBe(true);
+        expect(readdirSync(dir).sort()).toEqual(["backup.mdb", "existing"]);
+        expect(await store.getProvider(A, p.id)).toEqual(p);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
 
     test("timestamps (epoch ms) round-trip exactly", async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
+import { openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import { tempDir } from "../helpers/app.ts";
 import { runStoreContract } from "./contract.ts";
 import { T0, apiKeyRecord, clientRecord, keySetRecord, newProjectId, providerRecord, storeErrorKind } from "./fixtures.ts";
@@ -149,6 +150,106 @@ describe("lmdb store", () => {
       await after.close();
       expect(stored?.version).toBe(2);
       expect(stored?.rotatedAt).toBe([101, 102, 103][outcomes.indexOf("swapped true")]);
+    }));
+});
+
+describe("lmdb backup and read-only files", () => {
+  test("a backup is the snapshot at backup time and opens read-only", () =>
+    withDir(async (path) => {
+      const store = openLmdbStore(path);
+      const p = providerRecord(A, T0);
+      const c = clientRecord(p, T0 + 1);
+      await store.initMeta("format", 1);
+      await store.createProvider(p);
+      await store.createClient(c);
+      expect(await store.swapKeySet(keySetRecord(A, 1), 0)).toBe(true);
+      const file = join(path, "snapshot");
+      await store.backup(file);
+      const later = providerRecord(A, T0 + 2, "later");
+      await store.createProvider(later);
+      await store.close();
+
+      const copy = openLmdbFileReadOnly(file);
+      try {
+        expect(copy.description).toBe(`lmdb ${file} (read-only)`);
+        expect(await copy.getMeta<number>("format")).toBe(1);
+        expect(await copy.getClient(A, p.id, c.id)).toEqual(c);
+        expect(await copy.getKeySet(A)).toEqual(keySetRecord(A, 1));
+        expect(await copy.getProvider(A, later.id)).toBeUndefined();
+      } finally {
+        await copy.close();
+      }
+    }));
+
+  test("a backup taken from a read-only instance while another writes is consistent", () =>
+    withDir(async (path) => {
+      const writer = openLmdbStore(path);
+      const reader = openLmdbFileReadOnly(join(path, "tokenmint.mdb"));
+      const file = join(path, "during-writes.mdb");
+      try {
+        // Each client is written after its provider, in its own transaction.
+        let written = 0;
+        const writes = (async () => {
+          for (let i = 0; i < 100; i++) {
+            const p = providerRecord(A, T0 + 2 * i, `p${i}`);
+            await writer.createProvider(p);
+            await writer.createClient(clientRecord(p, T0 + 2 * i + 1));
+            written++;
+          }
+        })();
+        while (written < 20) await nextTurn();
+        await reader.backup(file);
+        await writes;
+      } finally {
+        await reader.close();
+        await writer.close();
+      }
+      const copy = openLmdbFileReadOnly(file);
+      try {
+        const providers = (await copy.listProviders(A, { limit: 100 })).items;
+        expect(providers.length).toBeGreaterThanOrEqual(20);
+        for (const p of providers) {
+          const clients = (await copy.listClients(A, p.id, { limit: 10 })).items;
+          // Only the newest provider may lack its client: the copy is one committed state.
+          if (p !== providers[providers.length - 1]) expect(clients).toHaveLength(1);
+        }
+      } finally {
+        await copy.close();
+      }
+    }));
+
+  test("read-only: refuses files that are not LMDB data without opening them, creates nothing, refuses writes", () =>
+    withDir(async (path) => {
+      const cases: [string, string | Buffer][] = [
+        ["junk", "this is not an LMDB file"],
+        ["empty", ""],
+        ["zeros", Buffer.alloc(16384)],
+      ];
+      for (const [name, content] of cases) {
+        writeFileSync(join(path, name), content);
+        expect(() => openLmdbFileReadOnly(join(path, name))).toThrow(/is not an LMDB data file/);
+      }
+      // A torn copy: the first meta page is intact, the second is missing.
+      const store = openLmdbStore(path);
+      await store.initMeta("format", 1);
+      await store.close();
+      writeFileSync(join(path, "torn"), readFileSync(join(path, "tokenmint.mdb")).subarray(0, 4096));
+      expect(() => openLmdbFileReadOnly(join(path, "torn"))).toThrow(/damaged or incomplete/);
+      expect(await storeErrorKind(Promise.resolve().then(() => openLmdbFileReadOnly(join(path, "missing"))))).toBe("not_found");
+      expect(readdirSync(path).sort()).toEqual(["empty", "junk", "tokenmint.mdb", "tokenmint.mdb-lock", "torn", "zeros"]);
+
+      const before = readFileSync(join(path, "tokenmint.mdb"));
+      const ro = openLmdbFileReadOnly(join(path, "tokenmint.mdb"));
+      try {
+        expect(await ro.getMeta<number>("format")).toBe(1);
+        expect(await storeErrorKind(ro.initMeta("other", 2))).toBe("unavailable");
+        expect(await storeErrorKind(ro.createProvider(providerRecord(A, T0)))).toBe("unavailable");
+        expect(await storeErrorKind(ro.swapKeySet(keySetRecord(A, 1), 0))).toBe("unavailable");
+      } finally {
+        await ro.close();
+      }
+      expect(readFileSync(join(path, "tokenmint.mdb")).equals(before)).toBe(true);
+      expect(existsSync(join(path, "missing"))).toBe(false);
     }));
 });
 

@@ -4,10 +4,12 @@
  * directory. Every record kind has its own key prefix with the project first, so a listing is one
  * range scan and never crosses projects. Writes run in lmdb transactions whose promise resolves
  * only once the commit is flushed, so a resolved write is durable. Several processes (the server
- * and the CLI) may use the file at once; LMDB serializes their writers.
+ * and the CLI) may use the file at once; LMDB serializes their writers. `backup` copies the
+ * environment from one read snapshot; `openLmdbFileReadOnly` reads a data file or a backup
+ * without changing it.
  */
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, closeSync, existsSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
 import { open, type RootDatabase } from "lmdb";
 import {
   StoreError,
@@ -46,17 +48,93 @@ export function openLmdbStore(dataDir: string): LmdbStore {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, LMDB_FILE);
   const db = open({ path, encoding: "json", compression: false }) as RootDatabase<unknown, string>;
-  return new LmdbStore(db, path);
+  return new LmdbStore(db, path, false);
 }
+
+/**
+ * Opens an existing LMDB data file (the one in a data directory, or a backup) without writing to
+ * it: the file is never created or changed, and every write fails with `unavailable`. LMDB adds
+ * `<path>-lock` beside it if missing (its reader table, so reading beside a writer stays safe).
+ * Throws `not_found` or `unavailable` when `path` is not an LMDB data file.
+ */
+export function openLmdbFileReadOnly(path: string): LmdbStore {
+  if (!existsSync(path)) throw new StoreError("not_found", `${path} does not exist`);
+  const problem = lmdbFileProblem(path);
+  if (problem !== undefined) throw new StoreError("unavailable", `${path} ${problem}`);
+  const db = open({ path, encoding: "json", compression: false, readOnly: true, noSubdir: true }) as RootDatabase<unknown, string>;
+  return new LmdbStore(db, path, true);
+}
+
+/** LMDB's meta-page stamp and the data-file version of the bundled build. */
+const LMDB_MAGIC = 0xbeefc0de;
+const LMDB_DATA_VERSION = 2;
+/** Byte offsets in a meta page (64-bit little-endian layout): a 24-byte page header, then the meta. */
+const META = { flags: 18, magic: 24, version: 28, pageSize: 48 } as const;
+const P_META = 0x08;
+
+/**
+ * Why `path` is not an LMDB data file of the bundled build ("is not an LMDB data file"), or
+ * undefined when both meta pages look right. lmdb's native code crashes the whole process on a
+ * file that is not LMDB, so a file from outside is checked before it is opened.
+ */
+export function lmdbFileProblem(path: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch (error) {
+    return `cannot be read: ${(error as Error).message}`;
+  }
+  try {
+    const head = Buffer.alloc(64);
+    const isMeta = (offset: number) =>
+      readSync(fd, head, 0, head.length, offset) === head.length &&
+      head.readUInt32LE(META.magic) === LMDB_MAGIC &&
+      head.readUInt32LE(META.version) === LMDB_DATA_VERSION &&
+      (head.readUInt16LE(META.flags) & P_META) !== 0;
+    if (!isMeta(0)) return "is not an LMDB data file";
+    const pageSize = head.readUInt32LE(META.pageSize);
+    const sane = pageSize >= 512 && pageSize <= 65536 && (pageSize & (pageSize - 1)) === 0;
+    if (!sane || fstatSync(fd).size < 2 * pageSize || !isMeta(pageSize)) return "is a damaged or incomplete LMDB data file";
+    return undefined;
+  } catch (error) {
+    return `cannot be read: ${(error as Error).message}`;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Flushes a file or directory to disk; a platform that cannot sync a directory is skipped. */
+function fsyncPath(path: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, "r");
+    fsyncSync(fd);
+  } catch (error) {
+    if (fd === undefined || !["EISDIR", "EINVAL", "EPERM"].includes((error as NodeJS.ErrnoException).code ?? "")) throw error;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** Filesystems without hard links: the backup falls back to a (checked) rename. */
+const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
 
 export class LmdbStore implements Store {
   readonly description: string;
   #db: RootDatabase<unknown, string>;
+  #readOnly: boolean;
   #closed = false;
 
-  constructor(db: RootDatabase<unknown, string>, path: string) {
+  constructor(db: RootDatabase<unknown, string>, path: string, readOnly: boolean) {
     this.#db = db;
-    this.description = `lmdb ${path}`;
+    this.#readOnly = readOnly;
+    this.description = `lmdb ${path}${readOnly ? " (read-only)" : ""}`;
+  }
+
+  /** A write transaction; a read-only store refuses it. */
+  #write<T>(body: () => T): Promise<T> {
+    if (this.#readOnly) return Promise.reject(new StoreError("unavailable", "the store is open read-only"));
+    return this.#db.transaction(body);
   }
 
   #get<T>(k: string): T | undefined {
@@ -76,7 +154,7 @@ export class LmdbStore implements Store {
 
   /** Runs `update` on the record at `k` inside a write transaction. */
   async #update<T>(k: string, what: string, update: Updater<T>): Promise<T> {
-    return this.#db.transaction(() => {
+    return this.#write(() => {
       const current = this.#get<T>(k);
       if (current === undefined) throw new StoreError("not_found", `${what} not found`);
       const next = update(current);
@@ -87,7 +165,7 @@ export class LmdbStore implements Store {
   }
 
   async #create(k: string, what: string, record: unknown, requires?: { key: string; what: string }): Promise<void> {
-    await this.#db.transaction(() => {
+    await this.#write(() => {
       if (requires !== undefined && this.#get(requires.key) === undefined) {
         throw new StoreError("not_found", `${requires.what} not found`);
       }
@@ -101,7 +179,7 @@ export class LmdbStore implements Store {
   }
 
   async initMeta<T>(name: string, value: T): Promise<T> {
-    return this.#db.transaction(() => {
+    return this.#write(() => {
       const existing = this.#get<T>(key.meta(name));
       if (existing !== undefined) return existing;
       this.#db.putSync(key.meta(name), value);
@@ -139,7 +217,7 @@ export class LmdbStore implements Store {
   }
 
   async deleteProvider(projectId: string, id: string): Promise<void> {
-    await this.#db.transaction(() => {
+    await this.#write(() => {
       const k = key.provider(projectId, id);
       if (this.#get(k) === undefined) throw new StoreError("not_found", "provider not found");
       const clients = key.clientsOf(projectId, id);
@@ -170,7 +248,7 @@ export class LmdbStore implements Store {
   }
 
   async deleteClient(projectId: string, providerId: string, id: string): Promise<void> {
-    await this.#db.transaction(() => {
+    await this.#write(() => {
       const k = key.client(projectId, providerId, id);
       if (this.#get(k) === undefined) throw new StoreError("not_found", "client not found");
       this.#db.removeSync(k);
@@ -178,7 +256,7 @@ export class LmdbStore implements Store {
   }
 
   async createApiKey(apiKey: ApiKeyRecord): Promise<void> {
-    await this.#db.transaction(() => {
+    await this.#write(() => {
       if (this.#get(key.apiKeyHash(apiKey.hash)) !== undefined) throw new StoreError("already_exists", "API key already exists");
       if (this.#get(key.apiKey(apiKey.projectId, apiKey.id)) !== undefined) {
         throw new StoreError("already_exists", "API key already exists");
@@ -207,12 +285,44 @@ export class LmdbStore implements Store {
   }
 
   async swapKeySet(next: KeySetRecord, expectedVersion: number): Promise<boolean> {
-    return this.#db.transaction(() => {
+    return this.#write(() => {
       const current = this.#get<KeySetRecord>(key.keySet(next.projectId));
       if ((current?.version ?? 0) !== expectedVersion) return false;
       this.#db.putSync(key.keySet(next.projectId), next);
       return true;
     });
+  }
+
+  /**
+   * Writes a compacted copy of the whole environment to `path` (mode 0600). It is read in one
+   * snapshot, so it is consistent while other processes write. The copy is made under a temporary
+   * name beside `path`, flushed, then linked into place: `path` never holds a partial copy, and an
+   * existing `path` is `already_exists` and never overwritten.
+   */
+  async backup(path: string): Promise<void> {
+    const target = resolve(path);
+    if (existsSync(target)) throw new StoreError("already_exists", `${path} already exists`);
+    const partial = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
+    rmSync(partial, { force: true });
+    try {
+      await this.#db.backup(partial, true);
+      chmodSync(partial, 0o600);
+      fsyncPath(partial);
+      try {
+        linkSync(partial, target);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code ?? "";
+        if (code === "EEXIST" || (NO_LINKS.has(code) && existsSync(target))) throw new StoreError("already_exists", `${path} already exists`);
+        if (!NO_LINKS.has(code)) throw error;
+        renameSync(partial, target);
+      }
+      fsyncPath(dirname(target));
+    } catch (error) {
+      if (error instanceof StoreError) throw error;
+      throw new StoreError("unavailable", `cannot write the backup ${path}: ${(error as Error).message}`);
+    } finally {
+      rmSync(partial, { force: true });
+    }
   }
 
   /** Closes the environment; closing twice is harmless. */

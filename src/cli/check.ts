@@ -1,0 +1,148 @@
+/**
+ * @module cli/check
+ * `tokenmint check`: validates the settings, opens the data read-only, verifies its format and
+ * that the configured master key opens every sealed signing key, and reports the default
+ * project's keys. It writes nothing: no master key is generated, no data file is created.
+ * `inspectData` and `openExistingData` are shared with `backup` and `restore`.
+ */
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import type { Config } from "../config/schema.ts";
+import type { Clock } from "../context.ts";
+import { AppError } from "../errors.ts";
+import { keyView } from "../http/views.ts";
+import type { KeyView } from "../keys/key-service.ts";
+import { jwksMaxAge, keysByState, scheduledRotationAt } from "../keys/lifecycle.ts";
+import { MasterKeyError, resolveMasterKey } from "../keys/master-key.ts";
+import { importMasterKey, privateKeyAad, unseal, verifyMasterKeyCheck } from "../keys/sealing.ts";
+import { DATA_FORMAT, StartupError } from "../startup.ts";
+import { LMDB_FILE, openLmdbFileReadOnly, type LmdbStore } from "../store/lmdb/lmdb-store.ts";
+import type { KeySetRecord, Store } from "../store/store.ts";
+import { UsageError, type ParsedArgs } from "./args.ts";
+import { iso, type Output } from "./output.ts";
+import { liveServer } from "./serve-lock.ts";
+
+/** What `inspectData` found. */
+export interface DataReport {
+  format: number;
+  /** The default project; undefined while the data holds no project yet. */
+  projectId?: string;
+  /** Its key set; undefined while it has no keys yet. */
+  keySet?: KeySetRecord;
+  /** Where the master key came from (never the key), and how many sealed keys it opened. */
+  masterKey?: { origin: string; opened: number };
+}
+
+/**
+ * Opens the data file of `dataDir` read-only. Fails (exit 1) with "no data yet in DIR" when there
+ * is none, and creates nothing.
+ */
+export function openExistingData(dataDir: string): LmdbStore {
+  try {
+    return openLmdbFileReadOnly(join(dataDir, LMDB_FILE));
+  } catch (error) {
+    if ((error as { kind?: string }).kind === "not_found") throw new AppError("not_found", `no data yet in ${dataDir}`);
+    throw error;
+  }
+}
+
+/**
+ * Reads `store` (described as `where` in messages) and checks it without writing: the data format
+ * this build reads, and that the configured master key (never generated here) matches the check
+ * value and unseals every signing key of every project.
+ */
+export async function inspectData(store: Store, config: Config, where: string): Promise<DataReport> {
+  const format = await store.getMeta<number>("format");
+  if (format === undefined) throw new AppError("invalid_request", `${where} holds no tokenmint data`);
+  if (format !== DATA_FORMAT) throw new StartupError(`the data in ${where} has format ${format}; this build reads format ${DATA_FORMAT}`);
+  const projectId = await store.getMeta<string>("defaultProjectId");
+  const keySet = projectId === undefined ? undefined : await store.getKeySet(projectId);
+  const check = await store.getMeta<string>("masterKeyCheck");
+  if (check === undefined) return { format, projectId, keySet };
+
+  const source = resolveMasterKey(config, true);
+  const masterKey = await importMasterKey(source.raw);
+  if (!(await verifyMasterKeyCheck(masterKey, check))) {
+    throw new MasterKeyError(`the master key from ${source.origin} does not match the signing keys in ${where}; nothing was changed`);
+  }
+  let opened = 0;
+  for (const project of await store.listProjects()) {
+    for (const key of (await store.getKeySet(project.id))?.keys ?? []) {
+      await unseal(masterKey, key.sealedPrivateJwk, privateKeyAad(project.id, key.kid)).catch(() => {
+        throw new MasterKeyError(`the master key from ${source.origin} does not open signing key ${key.kid} in ${where}`);
+      });
+      opened++;
+    }
+  }
+  return { format, projectId, keySet, masterKey: { origin: source.origin, opened } };
+}
+
+/** Public metadata of a key set in `keys list` order; the next key activates at the scheduled rotation. */
+function keyViews(set: KeySetRecord, nextRotation: number | undefined): KeyView[] {
+  const order = { current: 0, next: 1, retired: 2 } as const;
+  return [...set.keys]
+    .sort((a, b) => order[a.state] - order[b.state] || b.createdAt - a.createdAt)
+    .map((k) => ({
+      kid: k.kid,
+      alg: k.alg,
+      state: k.state,
+      createdAt: k.createdAt,
+      activatesAt: k.state === "next" ? nextRotation : k.activatesAt,
+      retiredAt: k.retiredAt,
+      removedFromJwksAt: k.removedFromJwksAt,
+    }));
+}
+
+export async function checkCommand(config: Config, args: ParsedArgs, io: Output, clock: Clock): Promise<void> {
+  if (args.words.length > 1) throw new UsageError("usage: tokenmint check [--json]");
+  const { dataDir } = config;
+  const store = openExistingData(dataDir);
+  let report: DataReport;
+  try {
+    report = await inspectData(store, config, dataDir);
+  } finally {
+    await store.close();
+  }
+  const { keySet, masterKey } = report;
+  if (keySet === undefined || masterKey === undefined) throw new AppError("not_found", `the data in ${dataDir} has no signing keys yet; start the server once`);
+
+  const dataFile = join(dataDir, LMDB_FILE);
+  const bytes = statSync(dataFile).size;
+  const server = liveServer(dataDir);
+  const period = config.keyRotationPeriod;
+  const nextRotation = scheduledRotationAt(keySet, period, jwksMaxAge(period));
+  const { current, next, retired } = keysByState(keySet);
+
+  if (args.switches.has("--json")) {
+    io.out(
+      JSON.stringify({
+        ok: true,
+        dataDir,
+        dataFile,
+        format: report.format,
+        bytes,
+        masterKey: { source: masterKey.origin, signingKeys: masterKey.opened },
+        server: server === undefined ? null : { pid: server },
+        projectId: report.projectId,
+        issuer: config.publicUrl,
+        currentKid: current.kid,
+        nextRotation: nextRotation === undefined ? null : iso(nextRotation),
+        keys: keyViews(keySet, nextRotation).map(keyView),
+      }),
+    );
+    return;
+  }
+  const due = nextRotation !== undefined && nextRotation <= clock.now() ? " (due: the server rotates at its next start or tick)" : "";
+  const rows: [string, string][] = [
+    ["settings", "valid"],
+    ["data", `${dataFile} (format ${report.format}, ${bytes} bytes)`],
+    ["master key", `${masterKey.origin} opens all ${masterKey.opened} signing keys`],
+    ["server", server === undefined ? "not running" : `running (pid ${server})`],
+    ["issuer", config.publicUrl],
+    ["current key", `${current.kid} (${current.alg}, signing since ${iso(current.activatesAt)})`],
+    ["next key", `${next.kid} (${next.alg}, published ${iso(next.createdAt)})`],
+    ["retired keys", String(retired.length)],
+    ["next rotation", nextRotation === undefined ? "off (TOKENMINT_KEY_ROTATION_PERIOD=0)" : `${iso(nextRotation)}${due}`],
+  ];
+  io.out(["tokenmint check: ok", ...rows.map(([name, value]) => `  ${name.padEnd(14)}${value}`)].join("\n"));
+}

@@ -1,0 +1,161 @@
+/**
+ * `tokenmint backup FILE` and `tokenmint restore FILE` on real processes: a backup taken while the
+ * server runs restores to the same keys and clients; restore refuses (changing nothing) while a
+ * server runs, for a file that is not tokenmint data, and for the wrong master key; backup never
+ * overwrites a file.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { open } from "lmdb";
+import { api, cleanup, createApiKeyWithCli, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
+
+afterEach(cleanup);
+
+const sha256 = (path: string) => new Bun.CryptoHasher("sha256").update(readFileSync(path)).digest("hex");
+
+/** Exit code 1 and exactly one stderr line; returns that line. */
+function refusal(result: CliResult): string {
+  expect(result.code).toBe(1);
+  expect(result.stderrLines).toHaveLength(1);
+  expect(result.stdout).toBe("");
+  return result.stderrLines[0] as string;
+}
+
+/** Settings for a CLI run on `dataDir` without a server. */
+const cliEnv = (dataDir: string, masterKey: string) => processEnv({ TOKENMINT_DATA_DIR: dataDir, TOKENMINT_MASTER_KEY: masterKey, TOKENMINT_SIGNING_ALG: "ES256" });
+
+/** A data directory with data in it, made by a CLI command (no server). */
+async function seededDataDir(masterKey: string): Promise<string> {
+  const dataDir = tempDataDir();
+  const seeded = await runTokenmint(["keys", "list"], cliEnv(dataDir, masterKey));
+  expect(seeded.code).toBe(0);
+  return dataDir;
+}
+
+/** The data directory's files and the data file's hash: what "nothing changed" compares. */
+const snapshot = (dataDir: string) => ({ files: readdirSync(dataDir).sort(), data: sha256(join(dataDir, "tokenmint.mdb")) });
+
+describe("backup and restore", () => {
+  test("round trip: backup while serving, wipe the data, restore, serve again: same JWKS and clients", async () => {
+    const server = await startServer();
+    const { dataDir, env } = server;
+    const apiKey = await createApiKeyWithCli(server);
+    const provider = (await (await api(server, apiKey, "POST", "/v1/providers", { name: "payments" })).json()) as { id: string };
+    const created = await api(server, apiKey, "POST", `/v1/providers/${provider.id}/clients`, { name: "billing", audience: "https://billing.test" });
+    expect(created.status).toBe(201);
+    const client = (await created.json()) as { id: string };
+    const clientPath = `/v1/providers/${provider.id}/clients/${client.id}`;
+    const clientBefore = await (await api(server, apiKey, "GET", clientPath)).text();
+    const jwksBefore = await (await fetch(`${server.url}/.well-known/jwks`)).text();
+
+    const file = join(tempDataDir(), "tokenmint-backup.mdb");
+    const backup = await runTokenmint(["backup", file, "--json"], env);
+    expect(backup.code).toBe(0);
+    expect(JSON.parse(backup.stdout)).toEqual({ file, bytes: statSync(file).size });
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    // Sealed keys only: no private JWK member is in the file in the clear.
+    expect(readFileSync(file, "latin1")).not.toMatch(/"d":"/);
+    expect(await server.proc.stop()).toBe(0);
+
+    rmSync(join(dataDir, "tokenmint.mdb"));
+    rmSync(join(dataDir, "tokenmint.mdb-lock"), { force: true });
+    const restored = await runTokenmint(["restore", file], env);
+    expect(restored.code).toBe(0);
+    expect(restored.stdout).toBe(`Restored ${file} to ${join(dataDir, "tokenmint.mdb")} (${statSync(file).size} bytes); start the server to use it.`);
+    expect(readdirSync(dataDir).filter((name) => name.startsWith("."))).toEqual([]);
+
+    const again = await startServer({ dataDir, masterKey: env.TOKENMINT_MASTER_KEY as string });
+    expect(await (await fetch(`${again.url}/.well-known/jwks`)).text()).toBe(jwksBefore);
+    const clientAfter = await api(again, apiKey, "GET", clientPath);
+    expect(clientAfter.status).toBe(200);
+    expect(await clientAfter.text()).toBe(clientBefore);
+  });
+
+  test("restore is refused while a server serves the data directory, and nothing changes", async () => {
+    const server = await startServer();
+    const file = join(tempDataDir(), "backup.mdb");
+    expect((await runTokenmint(["backup", file], server.env)).code).toBe(0);
+    const before = snapshot(server.dataDir);
+
+    const line = refusal(await runTokenmint(["restore", file, "--json"], server.env));
+    expect(line).toMatch(new RegExp(`server \\(pid ${server.proc.pid}\\) is serving ${server.dataDir}`));
+    expect(snapshot(server.dataDir)).toEqual(before);
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+  });
+
+  test("restore refuses a file that is not tokenmint data and a backup the master key does not open", async () => {
+    const masterKey = newMasterKey();
+    const dataDir = await seededDataDir(masterKey);
+    const before = snapshot(dataDir);
+    const dir = tempDataDir();
+
+    const junk = join(dir, "junk.mdb");
+    writeFileSync(junk, "not a database\n".repeat(1000));
+    expect(refusal(await runTokenmint(["restore", junk], cliEnv(dataDir, masterKey)))).toBe(`tokenmint: ${junk} is not a tokenmint backup: it is not an LMDB data file`);
+
+    // A valid LMDB file of some other program.
+    const foreign = join(dir, "foreign.mdb");
+    const db = open({ path: foreign, encoding: "json" });
+    await db.put("hello", "world");
+    await db.close();
+    expect(refusal(await runTokenmint(["restore", foreign], cliEnv(dataDir, masterKey)))).toMatch(/holds no tokenmint data/);
+
+    const file = join(dir, "other-key.mdb");
+    const otherKey = newMasterKey();
+    expect((await runTokenmint(["backup", file], cliEnv(await seededDataDir(otherKey), otherKey))).code).toBe(0);
+    const line = refusal(await runTokenmint(["restore", file], cliEnv(dataDir, masterKey)));
+    expect(line).toMatch(/does not match the signing keys in the backup/);
+    expect(line).not.toContain(masterKey);
+
+    // Into a directory that does not exist yet: refused without creating it.
+    const fresh = join(dir, "fresh");
+    refusal(await runTokenmint(["restore", file], cliEnv(fresh, masterKey)));
+    expect(existsSync(fresh)).toBe(false);
+    expect(snapshot(dataDir)).toEqual(before);
+  });
+
+  test("backup never overwrites a file and refuses an empty data directory; usage errors exit 2", async () => {
+    const masterKey = newMasterKey();
+    const dataDir = await seededDataDir(masterKey);
+    const env = cliEnv(dataDir, masterKey);
+    const dir = tempDataDir();
+
+    const file = join(dir, "backup.mdb");
+    const made = await runTokenmint(["backup", file], env);
+    expect(made.code).toBe(0);
+    expect(made.stdout).toBe(`Backed up ${dataDir} to ${file} (${statSync(file).size} bytes)`);
+    const hash = sha256(file);
+    expect(refusal(await runTokenmint(["backup", file], env))).toMatch(/already exists/);
+    expect(sha256(file)).toBe(hash);
+
+    const existing = join(dir, "notes.txt");
+    writeFileSync(existing, "keep me");
+    expect(refusal(await runTokenmint(["backup", existing, "--json"], env))).toMatch(/already exists/);
+    expect(readFileSync(existing, "utf8")).toBe("keep me");
+
+    const empty = tempDataDir();
+    expect(refusal(await runTokenmint(["backup", join(dir, "nothing.mdb")], cliEnv(empty, masterKey)))).toBe(`tokenmint: no data yet in ${empty}`);
+    expect(readdirSync(empty)).toEqual([]);
+    expect(readdirSync(dir).sort()).toEqual(["backup.mdb", "notes.txt"]);
+
+    for (const args of [["backup"], ["restore"], ["backup", "a", "b"]]) {
+      const usage = await runTokenmint(args, env);
+      expect(usage.code).toBe(2);
+      expect(usage.stderrLines).toHaveLength(1);
+    }
+  });
+
+  test("help: the main help lists backup, restore and check; each has its own help", async () => {
+    const env = processEnv({});
+    const main = await runTokenmint(["--help"], env);
+    expect(main.code).toBe(0);
+    for (const command of ["backup FILE", "restore FILE", "check"]) expect(main.stdout).toContain(`  ${command}`);
+    const helps = await Promise.all(["backup", "restore", "check"].map((command) => runTokenmint([command, "--help"], env)));
+    for (const [i, command] of ["backup", "restore", "check"].entries()) {
+      expect(helps[i]?.code).toBe(0);
+      expect(helps[i]?.stdout).toStartWith(`Usage: tokenmint ${command}`);
+    }
+    expect(helps[0]?.stdout).toMatch(/master key separately/);
+  });
+});

@@ -1,0 +1,94 @@
+/**
+ * `tokenmint check` on real processes: it validates settings, data format and master key, shows
+ * the default project's keys, and writes nothing, whether a server runs beside it or not.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { JSONWebKeySet } from "jose";
+import { cleanup, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
+
+afterEach(cleanup);
+
+const sha256 = (path: string) => new Bun.CryptoHasher("sha256").update(readFileSync(path)).digest("hex");
+
+/** Exit code 1, nothing on stdout and exactly one stderr line; returns that line. */
+function refusal(result: CliResult): string {
+  expect(result.code).toBe(1);
+  expect(result.stdout).toBe("");
+  expect(result.stderrLines).toHaveLength(1);
+  return result.stderrLines[0] as string;
+}
+
+const cliEnv = (dataDir: string, settings: Record<string, string | undefined>) => processEnv({ TOKENMINT_DATA_DIR: dataDir, TOKENMINT_SIGNING_ALG: "ES256", ...settings });
+
+interface CheckJson {
+  ok: boolean;
+  currentKid: string;
+  nextRotation: string | null;
+  server: { pid: number } | null;
+  masterKey: { source: string; signingKeys: number };
+  keys: { kid: string; alg: string; state: string; activatesAt?: string }[];
+}
+
+describe("check", () => {
+  test("ok beside a running server and after it stopped: shows the current kid, changes nothing", async () => {
+    const server = await startServer({ settings: { TOKENMINT_KEY_ROTATION_PERIOD: "3600" } });
+    const jwks = (await (await fetch(`${server.url}/.well-known/jwks`)).json()) as JSONWebKeySet;
+
+    const json = await runTokenmint(["check", "--json"], server.env);
+    expect(json.code).toBe(0);
+    const report = JSON.parse(json.stdout) as CheckJson;
+    expect(report.ok).toBe(true);
+    expect(report.server).toEqual({ pid: server.proc.pid });
+    expect(report.masterKey).toEqual({ source: "TOKENMINT_MASTER_KEY", signingKeys: 2 });
+    expect(report.keys.map((k) => k.state)).toEqual(["current", "next"]);
+    expect(report.keys.map((k) => k.kid)).toEqual(jwks.keys.map((k) => k.kid as string));
+    expect(report.currentKid).toBe(report.keys[0]?.kid as string);
+    expect(report.nextRotation).toBe(report.keys[1]?.activatesAt as string);
+    expect(json.stdout).not.toContain(server.env.TOKENMINT_MASTER_KEY as string);
+    expect(await server.proc.stop()).toBe(0);
+
+    const dataFile = join(server.dataDir, "tokenmint.mdb");
+    const before = { files: readdirSync(server.dataDir).sort(), data: sha256(dataFile) };
+    const human = await runTokenmint(["check"], server.env);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toStartWith("tokenmint check: ok\n");
+    expect(human.stdout).toContain(`current key   ${report.currentKid} (ES256`);
+    expect(human.stdout).toContain("server        not running");
+    expect({ files: readdirSync(server.dataDir).sort(), data: sha256(dataFile) }).toEqual(before);
+  });
+
+  test("a wrong or missing master key fails with one line and generates nothing", async () => {
+    const dataDir = tempDataDir();
+    const masterKey = newMasterKey();
+    expect((await runTokenmint(["keys", "list"], cliEnv(dataDir, { TOKENMINT_MASTER_KEY: masterKey }))).code).toBe(0);
+    const before = sha256(join(dataDir, "tokenmint.mdb"));
+
+    const wrongKey = newMasterKey();
+    const wrong = refusal(await runTokenmint(["check", "--json"], cliEnv(dataDir, { TOKENMINT_MASTER_KEY: wrongKey })));
+    expect(wrong).toBe(`tokenmint: the master key from TOKENMINT_MASTER_KEY does not match the signing keys in ${dataDir}; nothing was changed`);
+    expect(wrong).not.toContain(wrongKey);
+
+    expect(refusal(await runTokenmint(["check"], cliEnv(dataDir, {})))).toMatch(/no master key found/);
+    expect(existsSync(join(dataDir, "master.key"))).toBe(false);
+    expect(sha256(join(dataDir, "tokenmint.mdb"))).toBe(before);
+  });
+
+  test("bad settings fail with one line naming each problem", async () => {
+    const line = refusal(await runTokenmint(["check"], cliEnv(tempDataDir(), { TOKENMINT_SIGNING_ALG: "HS256", TOKENMINT_PORT: "70000" })));
+    expect(line).toStartWith("tokenmint: invalid settings: ");
+    expect(line).toContain("TOKENMINT_SIGNING_ALG");
+    expect(line).toContain("TOKENMINT_PORT");
+  });
+
+  test("an empty or missing data directory: 'no data yet', and no file or directory is created", async () => {
+    const empty = tempDataDir();
+    expect(refusal(await runTokenmint(["check"], cliEnv(empty, {})))).toBe(`tokenmint: no data yet in ${empty}`);
+    expect(readdirSync(empty)).toEqual([]);
+
+    const missing = join(tempDataDir(), "not-there");
+    expect(refusal(await runTokenmint(["check", "--json"], cliEnv(missing, { TOKENMINT_MASTER_KEY: newMasterKey() })))).toBe(`tokenmint: no data yet in ${missing}`);
+    expect(existsSync(missing)).toBe(false);
+  });
+});
