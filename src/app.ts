@@ -51,7 +51,7 @@ export function buildApp(ctx: AppContext) {
   const principals: Principals = new WeakMap();
   const app = new Elysia({ normalize: false, aot: true })
     .use(errorHandler(ctx.logger, routes))
-    .use(requestLog(ctx.logger, routes))
+    .use(requestLog(ctx.logger, routes, ctx.metrics))
     .use(auth(ctx, principals))
     .use(bodyParser(ctx.config.maxBodyBytes));
   for (const route of routes) {

@@ -6,6 +6,7 @@
 import type { Config } from "./config/schema.ts";
 import type { KeyService } from "./keys/key-service.ts";
 import type { Logger } from "./logging/logger.ts";
+import type { ServiceMetrics } from "./metrics/service-metrics.ts";
 import type { Store } from "./store/store.ts";
 
 /** The source of time; tests pin it. Epoch milliseconds. */
@@ -21,6 +22,8 @@ export interface AppContext {
   store: Store;
   keys: KeyService;
   clock: Clock;
+  /** The Prometheus metrics of this process (served only by `serve` with TOKENMINT_METRICS_PORT). */
+  metrics: ServiceMetrics;
   /** The project this instance serves (the default project). */
   projectId: string;
   /** The issuer of that project. */

@@ -5,15 +5,18 @@
  */
 import { apikeysCommand } from "./cli/apikeys.ts";
 import { parseArgs, UsageError, type ParsedArgs } from "./cli/args.ts";
+import { backupCommand } from "./cli/backup.ts";
+import { checkCommand } from "./cli/check.ts";
 import { HELP } from "./cli/help.ts";
 import { keysCommand } from "./cli/keys.ts";
 import type { Output } from "./cli/output.ts";
+import { restoreCommand } from "./cli/restore.ts";
 import { serve } from "./cli/serve.ts";
 import { ConfigError, loadConfig } from "./config/load.ts";
 import { systemClock } from "./context.ts";
 import { AppError } from "./errors.ts";
 import { MasterKeyError } from "./keys/master-key.ts";
-import { createLogger } from "./logging/logger.ts";
+import { createLogger, createServiceLogger } from "./logging/logger.ts";
 import { StartupError } from "./startup.ts";
 import { openContext } from "./startup.ts";
 import { StoreError } from "./store/store.ts";
@@ -24,7 +27,9 @@ const io: Output = {
   err: (text) => process.stderr.write(`${text}\n`),
 };
 
-const COMMANDS = new Set(["serve", "apikeys", "keys"]);
+/** Commands on the data files themselves: they never open the context (it would create data or rotate keys). */
+const FILE_COMMANDS: Readonly<Record<string, typeof checkCommand>> = { backup: backupCommand, restore: restoreCommand, check: checkCommand };
+const COMMANDS = new Set(["serve", "apikeys", "keys", ...Object.keys(FILE_COMMANDS)]);
 
 async function run(args: ParsedArgs): Promise<number> {
   const command = args.words[0];
@@ -38,9 +43,14 @@ async function run(args: ParsedArgs): Promise<number> {
   }
   if (!COMMANDS.has(command)) throw new UsageError(`unknown command '${command}'; see 'tokenmint --help'`);
   const config = loadConfig(process.env, args.values);
+  const fileCommand = FILE_COMMANDS[command];
+  if (fileCommand !== undefined) {
+    await fileCommand(config, args, io, systemClock);
+    return 0;
+  }
   const logger =
     command === "serve"
-      ? createLogger(config.logLevel)
+      ? createServiceLogger(config)
       : createLogger(config.logLevel === "debug" ? "debug" : "warn", (line) => process.stderr.write(line));
   const ctx = await openContext(config, logger, systemClock);
   try {

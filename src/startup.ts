@@ -12,6 +12,7 @@ import { KeyService } from "./keys/key-service.ts";
 import { MasterKeyError, resolveMasterKey } from "./keys/master-key.ts";
 import { createMasterKeyCheck, importMasterKey, verifyMasterKeyCheck } from "./keys/sealing.ts";
 import type { Logger } from "./logging/logger.ts";
+import { createServiceMetrics, processSources } from "./metrics/service-metrics.ts";
 import { openLmdbStore } from "./store/lmdb/lmdb-store.ts";
 import type { Store } from "./store/store.ts";
 
@@ -76,7 +77,8 @@ export async function openContext(config: Config, logger: Logger, clock: Clock):
     if (config.bootstrapApiKey !== undefined && (await ensureBootstrapApiKey(store, projectId, config.bootstrapApiKey, clock.now()))) {
       logger.info("bootstrap API key registered");
     }
-    return { config, logger, store, keys, clock, projectId, issuer: config.publicUrl, draining: false };
+    const metrics = createServiceMetrics({ ...processSources(), keyStatus: () => keys.status(projectId), now: () => clock.now() });
+    return { config, logger, store, keys, clock, metrics, projectId, issuer: config.publicUrl, draining: false };
   } catch (error) {
     await store.close();
     throw error;

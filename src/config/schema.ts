@@ -171,14 +171,15 @@ export const SETTINGS: readonly Setting[] = [
     key: "metricsHost",
     env: "TOKENMINT_METRICS_HOST",
     defaultText: "`127.0.0.1`",
-    description: "Address of the Prometheus metrics listener (only used with TOKENMINT_METRICS_PORT).",
+    description: "Address of the Prometheus metrics listener (only used with TOKENMINT_METRICS_PORT). Keep it private: the listener has no authentication.",
     parse: (raw) => (raw === undefined ? "127.0.0.1" : raw.trim() === "" ? problem("TOKENMINT_METRICS_HOST must not be empty") : raw.trim()),
   },
   {
     key: "metricsPort",
     env: "TOKENMINT_METRICS_PORT",
     defaultText: "off",
-    description: "Port of a separate listener serving Prometheus metrics at `/metrics`; unset means no metrics listener.",
+    description:
+      "Port of a separate listener (`serve` only) answering `GET /metrics` in the Prometheus text format 0.0.4, and 404 to anything else; unset means no metrics listener. Must differ from TOKENMINT_PORT.",
     parse: (raw, partial) => {
       if (raw === undefined || raw === "") return undefined;
       const value = integerIn("TOKENMINT_METRICS_PORT", raw, 1, 65535);
@@ -191,14 +192,15 @@ export const SETTINGS: readonly Setting[] = [
     env: "TOKENMINT_LOG_FILE",
     defaultText: "none (stdout)",
     description:
-      "Write logs to daily files instead of stdout: `/var/log/tokenmint/tokenmint.log` writes `tokenmint-YYYY-MM-DD.log` (UTC date) in that directory.",
+      "`serve` writes its log lines to daily files instead of stdout: `/var/log/tokenmint/tokenmint.log` writes `tokenmint-YYYY-MM-DD.log` (the UTC date of each line; a new file at midnight UTC) in that directory, created 0750 if missing; files are created 0640. CLI commands keep writing warnings to stderr.",
     parse: (raw) => (raw === undefined || raw.trim() === "" ? undefined : raw.trim()),
   },
   {
     key: "logRetentionDays",
     env: "TOKENMINT_LOG_RETENTION_DAYS",
     defaultText: "`1`",
-    description: "Days daily log files are kept (1-30); older ones are deleted by the service itself.",
+    description:
+      "Days daily log files are kept (1-30). At start-up and hourly `serve` deletes the files named exactly `<name>-YYYY-MM-DD<ext>` whose date is more than this many days before today (UTC): today's file and the N previous days' files stay. No other file is touched.",
     parse: (raw) => (raw === undefined ? 1 : integerIn("TOKENMINT_LOG_RETENTION_DAYS", raw, 1, 30)),
   },
 ];

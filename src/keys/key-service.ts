@@ -27,12 +27,22 @@ export interface KeyServiceOptions {
   rotationPeriod: number;
 }
 
+/** What metrics read of a project's loaded key set, without touching the store. */
+export interface KeySetStatus {
+  /** Number of keys the served JWKS holds (current, next and retired ones still published). */
+  jwksKeys: number;
+  /** When the timer rotates next (epoch ms); undefined when automatic rotation is off. */
+  nextRotationAt: number | undefined;
+}
+
 /** How often the compare-and-swap is retried when another writer changed the set meanwhile. */
 const MAX_ATTEMPTS = 5;
 
 export class KeyService {
   readonly #o: KeyServiceOptions;
   readonly #rings = new Map<string, KeyRing>();
+  /** The set each ring was built from (same version), for `status`. */
+  readonly #sets = new Map<string, KeySetRecord>();
   #timer: ReturnType<typeof setInterval> | undefined;
   #ticking = false;
 
@@ -57,6 +67,7 @@ export class KeyService {
     let set = await this.#o.store.getKeySet(projectId);
     if (set === undefined) set = await this.#createInitial(projectId);
     this.#rings.set(projectId, await KeyRing.build(set, this.#o.masterKey));
+    this.#sets.set(projectId, set);
     await this.#maintain(projectId);
     return this.ring(projectId);
   }
@@ -89,6 +100,7 @@ export class KeyService {
     const latest = set ?? (await this.#read(projectId));
     if (this.#rings.get(projectId)?.version === latest.version) return;
     this.#rings.set(projectId, await KeyRing.build(latest, this.#o.masterKey));
+    this.#sets.set(projectId, latest);
   }
 
   /**
@@ -164,6 +176,16 @@ export class KeyService {
     });
     this.#o.logger.warn("signing key revoked", { kid });
     return this.list(projectId);
+  }
+
+  /**
+   * JWKS size and next scheduled rotation of a loaded project, from memory (undefined if `load`
+   * never ran for it). Cheap enough for every metrics scrape.
+   */
+  status(projectId: string): KeySetStatus | undefined {
+    const set = this.#sets.get(projectId);
+    if (set === undefined) return undefined;
+    return { jwksKeys: set.keys.length, nextRotationAt: scheduledRotationAt(set, this.#o.rotationPeriod, this.jwksMaxAge) };
   }
 
   /** Public metadata of every key of the project. */

@@ -3,8 +3,11 @@
  * A small JSON-lines logger: one object per line on stdout (journald keeps it), a constant
  * message and structured fields. Callers pass only system facts; fields whose names suggest
  * secrets are dropped centrally, so a mistake cannot print a token or key.
+ * `serve` with TOKENMINT_LOG_FILE writes the same lines to daily files instead (file-sink.ts).
  */
-import type { LogLevel } from "../config/schema.ts";
+import type { Config, LogLevel } from "../config/schema.ts";
+import { ConfigError } from "../config/load.ts";
+import { openDailyFileSink, type LogSink } from "./file-sink.ts";
 
 export type LogFields = Record<string, string | number | boolean | undefined>;
 
@@ -13,23 +16,48 @@ export interface Logger {
   info(msg: string, fields?: LogFields): void;
   warn(msg: string, fields?: LogFields): void;
   error(msg: string, fields?: LogFields): void;
+  /** Writes buffered lines out now (loggers that buffer; `serve` calls it at shutdown). */
+  flush?(): void;
 }
 
 const RANK: Readonly<Record<LogLevel, number>> = { debug: 10, info: 20, warn: 30, error: 40 };
 /** Field names never written, whatever a caller passes. */
 const REDACTED = /authorization|token|secret|password|private|master.?key|api.?key$|cookie/i;
 
-/** Creates a logger writing lines at or above `level` through `write` (stdout by default). */
-export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stdout.write(line), now: () => number = Date.now): Logger {
+/**
+ * Creates a logger writing lines at or above `level` through `write` (stdout by default), which
+ * also gets the line's time (epoch ms, the `time` field) so a sink can file it by date.
+ */
+export function createLogger(
+  level: LogLevel,
+  write: (line: string, time: number) => void = (line) => process.stdout.write(line),
+  now: () => number = Date.now,
+): Logger {
   const emit = (lvl: LogLevel) => (msg: string, fields: LogFields = {}) => {
     if (RANK[lvl] < RANK[level]) return;
-    const entry: Record<string, unknown> = { time: new Date(now()).toISOString(), level: lvl, msg };
+    const time = now();
+    const entry: Record<string, unknown> = { time: new Date(time).toISOString(), level: lvl, msg };
     for (const [name, value] of Object.entries(fields)) {
       if (value !== undefined && !REDACTED.test(name)) entry[name] = value;
     }
-    write(`${JSON.stringify(entry)}\n`);
+    write(`${JSON.stringify(entry)}\n`, time);
   };
   return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error") };
+}
+
+/**
+ * The logger of `serve`: stdout, or the daily files of TOKENMINT_LOG_FILE when set. Throws when
+ * the log directory or today's file cannot be created (a ConfigError naming the setting).
+ */
+export function createServiceLogger(config: Pick<Config, "logLevel" | "logFile">, now: () => number = Date.now): Logger {
+  if (config.logFile === undefined) return createLogger(config.logLevel, undefined, now);
+  let sink: LogSink;
+  try {
+    sink = openDailyFileSink(config.logFile, { now: now() });
+  } catch (error) {
+    throw new ConfigError([`TOKENMINT_LOG_FILE: cannot write log files beside ${config.logFile}: ${(error as Error).message}`]);
+  }
+  return { ...createLogger(config.logLevel, sink.write, now), flush: sink.flush };
 }
 
 /** A logger that drops everything (for tests that do not inspect logs). */

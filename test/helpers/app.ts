@@ -56,6 +56,11 @@ export interface TestApp {
   request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
   /** Same with the test API key. */
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
+  /**
+   * The app's metrics in the exposition format, as `GET /metrics` would answer. Waits one
+   * event-loop turn first: Elysia records a request's metrics just after its answer.
+   */
+  metrics(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -93,6 +98,10 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     masterKey,
     request,
     api: (method, path, body, headers = {}) => request(method, path, body, { authorization: `Bearer ${apiKey}`, ...headers }),
+    metrics: async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      return ctx.metrics.render();
+    },
     close: async () => {
       ctx.keys.stop();
       await ctx.store.close();

@@ -2,29 +2,51 @@
  * @module http/plugins/request-log
  * One info line per management request: method, route pattern, status, duration. Never bodies,
  * header values, ids, names, addresses or tokens. Discovery and health requests write nothing.
+ *
+ * The same hook records the HTTP metrics of every request, logged or not (discovery and health
+ * included): a counter by method, route pattern and status, and a duration histogram.
  */
 import { Elysia } from "elysia";
 import type { Logger } from "../../logging/logger.ts";
+import { methodLabel, type ServiceMetrics } from "../../metrics/service-metrics.ts";
 import { matchPath, type RouteDef } from "../route.ts";
 
 /** Paths that are never logged (CONTRACT §4, §5). */
 export const isUnloggedPath = (pathname: string) => pathname.startsWith("/.well-known/") || pathname === "/healthz" || pathname === "/readyz";
 
-export const requestLog = (logger: Logger, routes: readonly RouteDef[], now: () => number = () => performance.now()) => {
+/** The route label of paths no route matches. */
+export const UNMATCHED_ROUTE = "(unmatched)";
+
+/** What the request log records into; only the HTTP metrics. */
+export type HttpMetrics = Pick<ServiceMetrics, "httpRequests" | "httpDuration">;
+
+export const requestLog = (logger: Logger, routes: readonly RouteDef[], metrics?: HttpMetrics, now: () => number = () => performance.now()) => {
   const started = new WeakMap<Request, number>();
+  const patterns = new Set(routes.map((r) => r.path));
+  // Only patterns of our table ever become a label: a raw path would carry ids.
+  const routeOf = (route: string, path: string) => (patterns.has(route) ? route : (matchPath(routes, path)?.path ?? UNMATCHED_ROUTE));
   return new Elysia({ name: "request-log" })
     .onRequest(({ request }) => {
       started.set(request, now());
     })
-    .onAfterResponse({ as: "global" }, ({ request, route, set, path }) => {
-      if (isUnloggedPath(path)) return;
+    .onAfterResponse({ as: "global" }, ({ request, route, set, path, responseValue }) => {
       const start = started.get(request);
+      const elapsedMs = start === undefined ? undefined : now() - start;
+      // A handler that returns a Response (discovery, 304) sets its status there, not on `set`.
+      const status = responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200;
+      // A request refused before routing (401, 503) still gets its pattern, never its raw path.
+      const pattern = routeOf(route, path);
+      if (metrics !== undefined) {
+        const method = methodLabel(request.method);
+        metrics.httpRequests.inc({ method, route: pattern, status: String(status) });
+        if (elapsedMs !== undefined) metrics.httpDuration.observe({ method, route: pattern }, elapsedMs / 1000);
+      }
+      if (isUnloggedPath(path)) return;
       logger.info("request", {
         method: request.method,
-        // A request refused before routing (401, 503) still logs its pattern, never its raw path.
-        route: route || matchPath(routes, path)?.path || "(unmatched)",
-        status: typeof set.status === "number" ? set.status : 200,
-        durationMs: start === undefined ? undefined : Math.round((now() - start) * 1000) / 1000,
+        route: pattern,
+        status,
+        durationMs: elapsedMs === undefined ? undefined : Math.round(elapsedMs * 1000) / 1000,
       });
     });
 };

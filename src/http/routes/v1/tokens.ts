@@ -32,6 +32,7 @@ export function tokenRoutes(ctx: AppContext): RouteDef[] {
           jti: crypto.randomUUID(),
         });
         const accessToken = await signer.sign(request.useJwtType === true ? "JWT" : "at+jwt", claims);
+        ctx.metrics.tokenIssued(signer.alg);
         set.status = 201;
         set.headers["cache-control"] = "no-store";
         set.headers.pragma = "no-cache";

@@ -1,0 +1,160 @@
+/**
+ * @module logging/file-sink
+ * Daily log files: with TOKENMINT_LOG_FILE=/dir/name.log each line goes to
+ * `/dir/name-YYYY-MM-DD.log`, the UTC date of the line, so the file switches at midnight UTC.
+ * Files are created with mode 0640, the directory (if missing) with 0750.
+ *
+ * Lines are buffered and appended in one write per event-loop turn (or sooner past 64 KiB), so
+ * logging never waits for the disk per line. `flush` writes the buffer synchronously; the sink
+ * also flushes on the process's `exit` event, and `serve` flushes at shutdown.
+ */
+import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { basename, dirname, extname, join } from "node:path";
+
+/** Where lines go: the logger calls `write` with each line and its time (epoch ms). */
+export interface LogSink {
+  write(line: string, time: number): void;
+  /** Writes everything buffered now. */
+  flush(): void;
+  /** Flushes, closes the file and detaches from the process. */
+  close(): void;
+}
+
+/** The parts of a TOKENMINT_LOG_FILE path: `/dir/name.log` → dir `/dir`, stem `name`, ext `.log`. */
+export interface DailyLogPath {
+  dir: string;
+  stem: string;
+  ext: string;
+}
+
+const DAY_MS = 86_400_000;
+/** Buffered bytes (roughly) that trigger an immediate write. */
+const FLUSH_AT_CHARS = 64 * 1024;
+export const LOG_FILE_MODE = 0o640;
+export const LOG_DIR_MODE = 0o750;
+
+export function dailyLogPath(logFile: string): DailyLogPath {
+  const name = basename(logFile);
+  const ext = extname(name);
+  return { dir: dirname(logFile), stem: ext === "" ? name : name.slice(0, -ext.length), ext };
+}
+
+/** `YYYY-MM-DD` of an instant, in UTC. */
+export const utcDate = (time: number) => new Date(time).toISOString().slice(0, 10);
+
+/** The file name (no directory) of the day holding `time`: `name-YYYY-MM-DD.log`. */
+export const dailyLogFileName = (path: DailyLogPath, time: number) => `${path.stem}-${utcDate(time)}${path.ext}`;
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/**
+ * The UTC day (epoch ms of its midnight) of a file named exactly `name-YYYY-MM-DD.log` with a real
+ * calendar date; undefined for every other name.
+ */
+export function dailyLogFileDay(path: DailyLogPath, fileName: string): number | undefined {
+  const match = new RegExp(`^${escapeRegExp(path.stem)}-(\\d{4})-(\\d{2})-(\\d{2})${escapeRegExp(path.ext)}$`).exec(fileName);
+  if (match === null) return undefined;
+  const [, y, m, d] = match as unknown as [string, string, string, string];
+  const day = Date.UTC(Number(y), Number(m) - 1, Number(d));
+  return utcDate(day) === `${y}-${m}-${d}` ? day : undefined;
+}
+
+/** Start of the UTC day holding `time`. */
+export const utcDayStart = (time: number) => Math.floor(time / DAY_MS) * DAY_MS;
+
+/** Creates the log directory if missing (mode 0750). Throws with the reason when it cannot. */
+export function ensureLogDirectory(dir: string): void {
+  const created = mkdirSync(dir, { recursive: true, mode: LOG_DIR_MODE });
+  // The umask may have narrowed the mode; set it exactly on the directory we created.
+  if (created !== undefined) chmodSync(dir, LOG_DIR_MODE);
+}
+
+/** Opens `file` for appending; a file this call creates gets mode 0640 whatever the umask. */
+function openForAppend(file: string): number {
+  try {
+    const fd = openSync(file, "ax", LOG_FILE_MODE);
+    fchmodSync(fd, LOG_FILE_MODE);
+    return fd;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    return openSync(file, "a");
+  }
+}
+
+export interface DailyFileSinkOptions {
+  /** Instant of the first file opened (to fail early when it cannot be written). */
+  now: number;
+  /** Told when a write fails, with the lines that could not be written (default: stderr). */
+  onError?: (message: string, lines: string) => void;
+}
+
+const reportToStderr = (message: string, lines: string) => process.stderr.write(`tokenmint: ${message}\n${lines}`);
+
+/**
+ * Opens the daily files of `logFile`. Creates the directory and today's file at once, so an
+ * unwritable location fails at start-up rather than at the first line.
+ */
+export function openDailyFileSink(logFile: string, options: DailyFileSinkOptions): LogSink {
+  const path = dailyLogPath(logFile);
+  const onError = options.onError ?? reportToStderr;
+  ensureLogDirectory(path.dir);
+  let name = dailyLogFileName(path, options.now);
+  let fd: number | undefined = openForAppend(join(path.dir, name));
+  let buffer: string[] = [];
+  let buffered = 0;
+  let scheduled: ReturnType<typeof setImmediate> | undefined;
+
+  const closeQuietly = () => {
+    if (fd === undefined) return;
+    try {
+      closeSync(fd);
+    } catch {
+      // Nothing more to do for a descriptor that cannot close.
+    }
+    fd = undefined;
+  };
+  const flush = () => {
+    if (scheduled !== undefined) clearImmediate(scheduled);
+    scheduled = undefined;
+    if (buffer.length === 0) return;
+    const text = buffer.join("");
+    buffer = [];
+    buffered = 0;
+    try {
+      if (fd === undefined) {
+        ensureLogDirectory(path.dir);
+        fd = openForAppend(join(path.dir, name));
+      }
+      const bytes = Buffer.from(text);
+      let offset = 0;
+      while (offset < bytes.length) offset += writeSync(fd, bytes, offset);
+    } catch (error) {
+      // Reopen next time (the directory or file may have been removed); keep the lines on stderr.
+      closeQuietly();
+      onError(`cannot write the log file ${join(path.dir, name)}: ${(error as Error).message}`, text);
+    }
+  };
+  const onExit = () => flush();
+  process.on("exit", onExit);
+
+  return {
+    write(line, time) {
+      const lineName = dailyLogFileName(path, time);
+      if (lineName !== name) {
+        flush();
+        closeQuietly();
+        name = lineName;
+      }
+      buffer.push(line);
+      buffered += line.length;
+      if (buffered >= FLUSH_AT_CHARS) flush();
+      else scheduled ??= setImmediate(flush);
+    },
+    flush,
+    close() {
+      flush();
+      closeQuietly();
+      process.off("exit", onExit);
+    },
+  };
+}

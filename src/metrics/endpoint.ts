@@ -1,0 +1,23 @@
+/**
+ * @module metrics/endpoint
+ * The request handler of the separate metrics listener: `GET /metrics` (and `HEAD`) answers the
+ * exposition text; anything else is a `404 not_found` in the usual `{code, message}` shape.
+ * The listener is not the API: it has no auth, no request log and no other route.
+ */
+import { AppError, toErrorResponse } from "../errors.ts";
+import { EXPOSITION_CONTENT_TYPE } from "./registry.ts";
+
+/** The path Prometheus scrapes. */
+export const METRICS_PATH = "/metrics";
+
+export function metricsHandler(render: () => string): (request: Request) => Response {
+  return (request) => {
+    const { pathname } = new URL(request.url);
+    if (pathname === METRICS_PATH && (request.method === "GET" || request.method === "HEAD")) {
+      const headers = { "content-type": EXPOSITION_CONTENT_TYPE, "cache-control": "no-store" };
+      return new Response(request.method === "HEAD" ? null : render(), { headers });
+    }
+    const { status, body } = toErrorResponse(new AppError("not_found", `This listener serves only GET ${METRICS_PATH}.`));
+    return Response.json(body, { status });
+  };
+}
