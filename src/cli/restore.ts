@@ -7,11 +7,12 @@
  * directory under a temporary name, checked there, flushed, and renamed over `tokenmint.mdb`;
  * the stale lock file goes with the old data.
  */
-import { chmodSync, closeSync, constants, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
+import { chmodSync, constants, copyFileSync, existsSync, mkdirSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { AppError } from "../errors.ts";
-import { LMDB_FILE, lmdbFileProblem, openLmdbFileReadOnly } from "../store/lmdb/lmdb-store.ts";
+import { fsyncPath, lmdbFileProblem } from "../store/lmdb/lmdb-file.ts";
+import { LMDB_FILE, openLmdbFileReadOnly } from "../store/lmdb/lmdb-store.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
 import { inspectData } from "./check.ts";
 import type { Output } from "./output.ts";
@@ -22,15 +23,6 @@ function ensureNoServer(dataDir: string): void {
   const pid = liveServer(dataDir);
   if (pid !== undefined) {
     throw new AppError("conflict", `a tokenmint server (pid ${pid}) is serving ${dataDir}; stop it before restoring (nothing was changed)`);
-  }
-}
-
-function fsyncPath(path: string): void {
-  const fd = openSync(path, "r");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }
 

@@ -12,7 +12,7 @@ import type { Logger } from "../logging/logger.ts";
 import type { KeySetRecord, KeyState, SigningKeyRecord, Store } from "../store/store.ts";
 import { generateSigningKey } from "./generate.ts";
 import { KeyRing } from "./key-ring.ts";
-import { initialKeySet, jwksMaxAge, pruneKeySet, revokeKey, rotateKeySet, scheduledRotationAt } from "./lifecycle.ts";
+import { initialKeySet, jwksMaxAge, nextKeyReadyAt, pruneKeySet, revokeKey, rotateKeySet, scheduledRotationAt } from "./lifecycle.ts";
 
 /** Public metadata of one key, as `GET /v1/keys` and `keys list` show it. */
 export type KeyView = Pick<SigningKeyRecord, "kid" | "alg" | "state" | "createdAt" | "activatesAt" | "retiredAt" | "removedFromJwksAt">;
@@ -150,16 +150,20 @@ export class KeyService {
 
   /** Promotes the next key now. Conflict when it has not been published for the JWKS max-age yet. */
   async rotate(projectId: string): Promise<KeyView[]> {
-    const fresh = await this.#generate(projectId, "next");
+    // Generated only once the rotation is allowed, and reused if the swap has to be retried.
+    let pending: Promise<SigningKeyRecord> | undefined;
     await this.#swap(projectId, async (set) => {
-      const now = this.#o.now();
-      const rotated = rotateKeySet(set, { ...fresh, createdAt: now }, now, this.jwksMaxAge);
-      if ("readyAt" in rotated) {
+      const readyAt = nextKeyReadyAt(set, this.jwksMaxAge);
+      if (this.#o.now() < readyAt) {
         throw new AppError(
           "conflict",
-          `The next key has been published for less than the JWKS max-age (${this.jwksMaxAge} s); rotate again after ${new Date(rotated.readyAt).toISOString()}.`,
+          `The next key has been published for less than the JWKS max-age (${this.jwksMaxAge} s); rotate again after ${new Date(readyAt).toISOString()}.`,
         );
       }
+      pending ??= this.#generate(projectId, "next");
+      const now = this.#o.now();
+      const rotated = rotateKeySet(set, { ...(await pending), createdAt: now }, now, this.jwksMaxAge);
+      if ("readyAt" in rotated) throw new Error("rotation refused after its readiness check");
       return rotated;
     });
     this.#o.logger.info("signing key rotated", { kid: this.ring(projectId).kid, reason: "manual" });
@@ -168,11 +172,14 @@ export class KeyService {
 
   /** Revokes `kid`: it leaves the JWKS at once and never signs again. */
   async revoke(projectId: string, kid: string): Promise<KeyView[]> {
-    const replacement = await this.#generate(projectId, "next");
+    let pending: Promise<SigningKeyRecord> | undefined;
     await this.#swap(projectId, async (set) => {
-      const revoked = revokeKey(set, kid, { ...replacement, createdAt: this.#o.now() }, this.#o.now());
-      if (revoked === undefined) throw new AppError("not_found", `No key with kid '${kid}' exists.`);
-      return revoked;
+      const target = set.keys.find((k) => k.kid === kid);
+      if (target === undefined) throw new AppError("not_found", `No key with kid '${kid}' exists.`);
+      // A retired key needs no replacement; current or next ones do.
+      const replacement = target.state === "retired" ? undefined : await (pending ??= this.#generate(projectId, "next"));
+      const now = this.#o.now();
+      return revokeKey(set, kid, replacement === undefined ? undefined : { ...replacement, createdAt: now }, now);
     });
     this.#o.logger.warn("signing key revoked", { kid });
     return this.list(projectId);

@@ -80,13 +80,15 @@ export const retiredUntil = (retiredAt: number) => retiredAt + (MAX_TOKEN_LIFETI
 /**
  * Revokes `kid`: it leaves the set at once. Revoking the current key promotes the next key
  * immediately (an emergency does not wait for caches); revoking current or next publishes
- * `replacement` as the new next key. Returns undefined when `kid` is not in the set.
+ * `replacement` as the new next key (required for those two states, ignored for a retired key).
+ * Returns undefined when `kid` is not in the set.
  */
-export function revokeKey(set: KeySetRecord, kid: string, replacement: SigningKeyRecord, now: number): KeySetRecord | undefined {
+export function revokeKey(set: KeySetRecord, kid: string, replacement: SigningKeyRecord | undefined, now: number): KeySetRecord | undefined {
   const target = set.keys.find((k) => k.kid === kid);
   if (target === undefined) return undefined;
   const rest = set.keys.filter((k) => k.kid !== kid);
   if (target.state === "retired") return { ...set, version: set.version + 1, keys: rest };
+  if (replacement === undefined) throw new Error(`revoking the ${target.state} key needs a replacement next key`);
   const promoted =
     target.state === "current" ? rest.map((k): SigningKeyRecord => (k.state === "next" ? { ...k, state: "current", activatesAt: now } : k)) : rest;
   return {

@@ -8,7 +8,7 @@
  * environment from one read snapshot; `openLmdbFileReadOnly` reads a data file or a backup
  * without changing it.
  */
-import { chmodSync, closeSync, existsSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, linkSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { open, type RootDatabase } from "lmdb";
 import {
@@ -23,6 +23,7 @@ import {
   type Store,
   type Updater,
 } from "../store.ts";
+import { fsyncPath, lmdbFileProblem } from "./lmdb-file.ts";
 
 /** File name of the LMDB environment inside the data directory. */
 export const LMDB_FILE = "tokenmint.mdb";
@@ -63,57 +64,6 @@ export function openLmdbFileReadOnly(path: string): LmdbStore {
   if (problem !== undefined) throw new StoreError("unavailable", `${path} ${problem}`);
   const db = open({ path, encoding: "json", compression: false, readOnly: true, noSubdir: true }) as RootDatabase<unknown, string>;
   return new LmdbStore(db, path, true);
-}
-
-/** LMDB's meta-page stamp and the data-file version of the bundled build. */
-const LMDB_MAGIC = 0xbeefc0de;
-const LMDB_DATA_VERSION = 2;
-/** Byte offsets in a meta page (64-bit little-endian layout): a 24-byte page header, then the meta. */
-const META = { flags: 18, magic: 24, version: 28, pageSize: 48 } as const;
-const P_META = 0x08;
-
-/**
- * Why `path` is not an LMDB data file of the bundled build ("is not an LMDB data file"), or
- * undefined when both meta pages look right. lmdb's native code crashes the whole process on a
- * file that is not LMDB, so a file from outside is checked before it is opened.
- */
-export function lmdbFileProblem(path: string): string | undefined {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch (error) {
-    return `cannot be read: ${(error as Error).message}`;
-  }
-  try {
-    const head = Buffer.alloc(64);
-    const isMeta = (offset: number) =>
-      readSync(fd, head, 0, head.length, offset) === head.length &&
-      head.readUInt32LE(META.magic) === LMDB_MAGIC &&
-      head.readUInt32LE(META.version) === LMDB_DATA_VERSION &&
-      (head.readUInt16LE(META.flags) & P_META) !== 0;
-    if (!isMeta(0)) return "is not an LMDB data file";
-    const pageSize = head.readUInt32LE(META.pageSize);
-    const sane = pageSize >= 512 && pageSize <= 65536 && (pageSize & (pageSize - 1)) === 0;
-    if (!sane || fstatSync(fd).size < 2 * pageSize || !isMeta(pageSize)) return "is a damaged or incomplete LMDB data file";
-    return undefined;
-  } catch (error) {
-    return `cannot be read: ${(error as Error).message}`;
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Flushes a file or directory to disk; a platform that cannot sync a directory is skipped. */
-function fsyncPath(path: string): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, "r");
-    fsyncSync(fd);
-  } catch (error) {
-    if (fd === undefined || !["EISDIR", "EINVAL", "EPERM"].includes((error as NodeJS.ErrnoException).code ?? "")) throw error;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
 }
 
 /** Filesystems without hard links: the backup falls back to a (checked) rename. */
