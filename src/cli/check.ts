@@ -11,7 +11,7 @@ import type { Config } from "../config/schema.ts";
 import type { Clock } from "../context.ts";
 import { AppError } from "../errors.ts";
 import { keyView } from "../http/views.ts";
-import type { KeyView } from "../keys/key-service.ts";
+import { keyViews } from "../keys/key-service.ts";
 import { jwksMaxAge, keysByState, scheduledRotationAt } from "../keys/lifecycle.ts";
 import { MasterKeyError, resolveMasterKey } from "../keys/master-key.ts";
 import { importMasterKey, privateKeyAad, unseal, verifyMasterKeyCheck } from "../keys/sealing.ts";
@@ -75,22 +75,6 @@ export async function inspectData(store: Store, config: Config, where: string): 
     }
   }
   return { format, projectId, keySet, masterKey: { origin: source.origin, opened } };
-}
-
-/** Public metadata of a key set in `keys list` order; the next key activates at the scheduled rotation. */
-function keyViews(set: KeySetRecord, nextRotation: number | undefined): KeyView[] {
-  const order = { current: 0, next: 1, retired: 2 } as const;
-  return [...set.keys]
-    .sort((a, b) => order[a.state] - order[b.state] || b.createdAt - a.createdAt)
-    .map((k) => ({
-      kid: k.kid,
-      alg: k.alg,
-      state: k.state,
-      createdAt: k.createdAt,
-      activatesAt: k.state === "next" ? nextRotation : k.activatesAt,
-      retiredAt: k.retiredAt,
-      removedFromJwksAt: k.removedFromJwksAt,
-    }));
 }
 
 export async function checkCommand(config: Config, args: ParsedArgs, io: Output, clock: Clock): Promise<void> {

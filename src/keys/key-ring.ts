@@ -7,7 +7,7 @@
 import { base64url, importJWK, type JWK } from "jose";
 import type { SigningAlg } from "../config/schema.ts";
 import type { KeySetRecord } from "../store/store.ts";
-import { keysByState } from "./lifecycle.ts";
+import { byLifecycleOrder, keysByState } from "./lifecycle.ts";
 import { privateKeyAad, unseal } from "./sealing.ts";
 
 /** WebCrypto parameters of each JWS algorithm. */
@@ -65,8 +65,7 @@ export class KeyRing implements Signer {
     const { current } = keysByState(set);
     const privateJwk = JSON.parse(await unseal(masterKey, current.sealedPrivateJwk, privateKeyAad(set.projectId, current.kid))) as JWK;
     const privateKey = (await importJWK({ ...privateJwk, alg: current.alg }, current.alg)) as CryptoKey;
-    const order = { current: 0, next: 1, retired: 2 } as const;
-    const keys = [...set.keys].sort((a, b) => order[a.state] - order[b.state] || b.createdAt - a.createdAt).map((k) => k.publicJwk);
+    const keys = [...set.keys].sort(byLifecycleOrder).map((k) => k.publicJwk);
     const jwksBody = JSON.stringify({ keys });
     const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(jwksBody)));
     return new KeyRing(set, privateKey, jwksBody, `"${base64url.encode(digest.subarray(0, 16))}"`);

@@ -12,10 +12,23 @@ import type { Logger } from "../logging/logger.ts";
 import type { KeySetRecord, KeyState, SigningKeyRecord, Store } from "../store/store.ts";
 import { generateSigningKey } from "./generate.ts";
 import { KeyRing } from "./key-ring.ts";
-import { initialKeySet, jwksMaxAge, nextKeyReadyAt, pruneKeySet, revokeKey, rotateKeySet, scheduledRotationAt } from "./lifecycle.ts";
+import { byLifecycleOrder, initialKeySet, jwksMaxAge, nextKeyReadyAt, pruneKeySet, revokeKey, rotateKeySet, scheduledRotationAt } from "./lifecycle.ts";
 
 /** Public metadata of one key, as `GET /v1/keys` and `keys list` show it. */
 export type KeyView = Pick<SigningKeyRecord, "kid" | "alg" | "state" | "createdAt" | "activatesAt" | "retiredAt" | "removedFromJwksAt">;
+
+/** Public metadata of a key set, current first; the next key activates at `nextRotation`. */
+export function keyViews(set: KeySetRecord, nextRotation: number | undefined): KeyView[] {
+  return [...set.keys].sort(byLifecycleOrder).map((k) => ({
+    kid: k.kid,
+    alg: k.alg,
+    state: k.state,
+    createdAt: k.createdAt,
+    activatesAt: k.state === "next" ? nextRotation : k.activatesAt,
+    retiredAt: k.retiredAt,
+    removedFromJwksAt: k.removedFromJwksAt,
+  }));
+}
 
 export interface KeyServiceOptions {
   store: Store;
@@ -198,20 +211,9 @@ export class KeyService {
   /** Public metadata of every key of the project. */
   async list(projectId: string): Promise<KeyView[]> {
     const set = await this.#read(projectId);
-    const scheduled = scheduledRotationAt(set, this.#o.rotationPeriod, this.jwksMaxAge);
-    const order = { current: 0, next: 1, retired: 2 } as const;
-    return [...set.keys]
-      .sort((a, b) => order[a.state] - order[b.state] || b.createdAt - a.createdAt)
-      .map((k) => ({
-        kid: k.kid,
-        alg: k.alg,
-        state: k.state,
-        createdAt: k.createdAt,
-        activatesAt: k.state === "next" ? scheduled : k.activatesAt,
-        retiredAt: k.retiredAt,
-        removedFromJwksAt: k.removedFromJwksAt,
-      }));
+    return keyViews(set, scheduledRotationAt(set, this.#o.rotationPeriod, this.jwksMaxAge));
   }
+
 
   /** One maintenance pass over every loaded project: pick up outside changes, rotate, prune. */
   async tick(): Promise<void> {

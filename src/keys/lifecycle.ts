@@ -29,6 +29,12 @@ export function jwksMaxAge(rotationPeriodS: number): number {
   return rotationPeriodS > 0 ? Math.min(MAX_JWKS_MAX_AGE_S, Math.floor(rotationPeriodS / 2)) : MAX_JWKS_MAX_AGE_S;
 }
 
+/** Orders keys current, next, retired (newest first within a state): the JWKS and listing order. */
+export function byLifecycleOrder(a: SigningKeyRecord, b: SigningKeyRecord): number {
+  const rank = { current: 0, next: 1, retired: 2 } as const;
+  return rank[a.state] - rank[b.state] || b.createdAt - a.createdAt;
+}
+
 /** A key set's keys by state. */
 export function keysByState(set: KeySetRecord): { current: SigningKeyRecord; next: SigningKeyRecord; retired: SigningKeyRecord[] } {
   const current = set.keys.find((k) => k.state === "current");
