@@ -1,0 +1,70 @@
+/**
+ * Runs wrk (the one load generator of every figure) and returns its summary. A Lua `done` hook
+ * prints the numbers as JSON, so nothing depends on wrk's human-readable output.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface LoadSpec {
+  url: string;
+  method?: "GET" | "POST";
+  body?: string;
+  headers?: Record<string, string>;
+  connections: number;
+  threads: number;
+  seconds: number;
+}
+
+export interface LoadResult {
+  requests: number;
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** Non-2xx/3xx answers plus socket errors and timeouts. */
+  errors: number;
+}
+
+const luaString = (value: string) => `"${value.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+
+function luaScript(spec: LoadSpec): string {
+  const lines = [`wrk.method = ${luaString(spec.method ?? "GET")}`];
+  if (spec.body !== undefined) lines.push(`wrk.body = ${luaString(spec.body)}`);
+  for (const [name, value] of Object.entries(spec.headers ?? {})) lines.push(`wrk.headers[${luaString(name)}] = ${luaString(value)}`);
+  lines.push(
+    "done = function(summary, latency, requests)",
+    "  local e = summary.errors",
+    '  io.write(string.format(\'WRKJSON {"requests":%d,"duration_us":%d,"errors":%d,"p50_us":%d,"p99_us":%d,"max_us":%d}\\n\',',
+    "    summary.requests, summary.duration, e.connect + e.read + e.write + e.status + e.timeout,",
+    "    latency:percentile(50), latency:percentile(99), latency.max))",
+    "end",
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+/** True when wrk is installed. */
+export const haveWrk = () => Bun.which("wrk") !== null;
+
+export async function runWrk(spec: LoadSpec): Promise<LoadResult> {
+  const dir = mkdtempSync(join(tmpdir(), "tokenmint-wrk-"));
+  try {
+    const script = join(dir, "load.lua");
+    writeFileSync(script, luaScript(spec));
+    const proc = Bun.spawn(["wrk", `-t${spec.threads}`, `-c${spec.connections}`, `-d${spec.seconds}s`, "-s", script, spec.url], { stdout: "pipe", stderr: "pipe" });
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    const line = out.split("\n").find((l) => l.startsWith("WRKJSON "));
+    if (code !== 0 || line === undefined) throw new Error(`wrk failed (${code}): ${err.trim() || out.trim()}`);
+    const raw = JSON.parse(line.slice(8)) as { requests: number; duration_us: number; errors: number; p50_us: number; p99_us: number; max_us: number };
+    return {
+      requests: raw.requests,
+      perSecond: raw.requests / (raw.duration_us / 1e6),
+      p50Ms: raw.p50_us / 1000,
+      p99Ms: raw.p99_us / 1000,
+      maxMs: raw.max_us / 1000,
+      errors: raw.errors,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
