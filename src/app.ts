@@ -13,6 +13,8 @@ import { errorHandler } from "./http/plugins/error-handler.ts";
 import { requestLog } from "./http/plugins/request-log.ts";
 import type { RouteDef, RouteInput } from "./http/route.ts";
 import { healthRoutes } from "./http/routes/health.ts";
+import { oauthRoutes } from "./http/routes/oauth.ts";
+import { clientSecretRoutes } from "./http/routes/v1/client-secrets.ts";
 import { clientRoutes } from "./http/routes/v1/clients.ts";
 import { keyRoutes } from "./http/routes/v1/keys.ts";
 import { providerRoutes } from "./http/routes/v1/providers.ts";
@@ -25,8 +27,10 @@ export function routeTable(ctx: AppContext): RouteDef[] {
   const table: RouteDef[] = [
     ...providerRoutes(ctx),
     ...clientRoutes(ctx),
+    ...clientSecretRoutes(ctx),
     ...tokenRoutes(ctx),
     ...keyRoutes(ctx),
+    ...oauthRoutes(ctx),
     ...wellKnownRoutes(ctx),
     ...healthRoutes(ctx),
   ];

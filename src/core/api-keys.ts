@@ -11,10 +11,16 @@ import { uuidv7 } from "./ids.ts";
 
 const encoder = new TextEncoder();
 
-/** base64url SHA-256 of an API key string. */
-export async function hashApiKey(secret: string): Promise<string> {
+/**
+ * base64url SHA-256 of a high-entropy secret (API keys, client secrets). A plain hash suffices:
+ * the secrets are 256 random bits, so there is nothing for a slow password hash to protect.
+ */
+export async function hashSecret(secret: string): Promise<string> {
   return base64url.encode(new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(secret))));
 }
+
+/** base64url SHA-256 of an API key string. */
+export const hashApiKey = hashSecret;
 
 /** Constant-time equality of two strings of equal length (different lengths are unequal). */
 export function timingSafeEqual(a: string, b: string): boolean {

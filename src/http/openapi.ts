@@ -1,14 +1,32 @@
 /**
  * @module http/openapi
  * The OpenAPI 3.1 document, generated from the route table: the same TypeBox schemas that
- * validate requests and responses describe them here.
+ * validate requests and responses describe them here. OAuth routes (route.ts isOAuthPath) take a
+ * form body and answer errors as `OAuthError` (`{error, error_description}`).
  */
 import type { TSchema } from "@sinclair/typebox";
+import { OAUTH_ERROR_TABLE } from "../core/oauth/errors.ts";
 import { ERROR_TABLE } from "../errors.ts";
 import { ErrorBody } from "../schemas/common.ts";
-import type { RouteDef } from "./route.ts";
+import { OAuthErrorBody } from "../schemas/oauth.ts";
+import { isOAuthPath, type RouteDef } from "./route.ts";
 
 const json = (schema: TSchema) => ({ "application/json": { schema: strip(schema) } });
+const form = (schema: TSchema) => ({ "application/x-www-form-urlencoded": { schema: strip(schema) } });
+const errorRef = (name: string) => ({ "application/json": { schema: { $ref: `#/components/schemas/${name}` } } });
+
+/**
+ * The documented error response of a status: our code for it, or for OAuth routes the OAuth codes
+ * of that status (a status OAuth does not define, such as 413, is `invalid_request`).
+ */
+function errorResponse(status: number, oauth: boolean): unknown {
+  const ours = Object.entries(ERROR_TABLE).find(([, v]) => v.status === status);
+  const codes = oauth ? Object.entries(OAUTH_ERROR_TABLE).filter(([, v]) => v.status === status).map(([code, v]) => [code, v.description]) : [];
+  if (oauth && codes.length === 0) codes.push(["invalid_request", ours?.[1].message ?? "The request is invalid."]);
+  if (!oauth && ours !== undefined) codes.push([ours[0], ours[1].message]);
+  const description = codes.length === 0 ? "Error" : codes.map(([code, text]) => `\`${code}\`: ${text}`).join(" ");
+  return { description, content: errorRef(oauth ? "OAuthError" : "Error") };
+}
 
 /** Drops TypeBox's symbol keys and our `errorMessage` extension by a JSON round trip. */
 const strip = (schema: TSchema): unknown =>
@@ -35,16 +53,14 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
     const responses: Record<string, unknown> = {
       [route.success.status]: { description: route.success.description, ...(route.success.schema ? { content: json(route.success.schema) } : {}) },
     };
-    for (const status of [...route.errors, ...(route.auth ? universal : [500])].sort()) {
-      const entry = Object.entries(ERROR_TABLE).find(([, v]) => v.status === status);
-      responses[status] = { description: entry ? `\`${entry[0]}\`: ${entry[1].message}` : "Error", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
-    }
+    const oauth = isOAuthPath(route.path);
+    for (const status of [...route.errors, ...(route.auth ? universal : [500])].sort()) responses[status] = errorResponse(status, oauth);
     (paths[path] ??= {})[route.method.toLowerCase()] = {
       summary: route.summary,
       tags: [route.tag],
       ...(route.auth ? {} : { security: [] }),
       parameters: parameters(route),
-      ...(route.body ? { requestBody: { required: false, content: json(route.body) } } : {}),
+      ...(route.body ? { requestBody: { required: oauth, content: oauth ? form(route.body) : json(route.body) } } : {}),
       responses,
     };
   }
@@ -52,7 +68,7 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
     openapi: "3.1.0",
     info: { title: "tokenmint", version, description: "Machine-to-machine JWT access tokens with rotating signing keys." },
     security: [{ apiKey: [] }],
-    components: { securitySchemes: { apiKey: { type: "http", scheme: "bearer", description: "A management API key." } }, schemas: { Error: strip(ErrorBody) } },
+    components: { securitySchemes: { apiKey: { type: "http", scheme: "bearer", description: "A management API key." } }, schemas: { Error: strip(ErrorBody), OAuthError: strip(OAuthErrorBody) } },
     paths,
   };
 }

@@ -53,3 +53,9 @@ export function matchPath(routes: readonly Pick<RouteDef, "method" | "path">[], 
   if (matching.length === 0) return undefined;
   return { path: (matching[0] as RouteDef).path, methods: [...new Set(matching.map((r) => r.method))] };
 }
+
+/**
+ * Paths of the OAuth endpoints. Their bodies are form-encoded and their errors take the RFC 6749
+ * form `{error, error_description}`; body-parser.ts, error-handler.ts and openapi.ts decide by this.
+ */
+export const isOAuthPath = (pathname: string) => pathname === "/oauth" || pathname.startsWith("/oauth/");

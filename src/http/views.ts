@@ -4,10 +4,11 @@
  * as ISO 8601 UTC). With response validation strict, a field added here by mistake fails closed.
  */
 import type { KeyView } from "../keys/key-service.ts";
+import type { ClientSecretInfo } from "../schemas/client-secrets.ts";
 import type { Client } from "../schemas/clients.ts";
 import type { KeyInfo } from "../schemas/keys.ts";
 import type { Provider } from "../schemas/providers.ts";
-import type { ClientRecord, ProviderRecord } from "../store/store.ts";
+import type { ClientRecord, ClientSecretRecord, ProviderRecord } from "../store/store.ts";
 
 export const isoTime = (ms: number) => new Date(ms).toISOString();
 export const providerView = (p: ProviderRecord): Provider => ({ id: p.id, name: p.name, description: p.description, createdAt: isoTime(p.createdAt) });
@@ -19,6 +20,9 @@ export const clientView = (c: ClientRecord): Client => ({
   audience: c.audience,
   createdAt: isoTime(c.createdAt),
 });
+
+/** A secret's public metadata: never the secret, never its hash. */
+export const clientSecretView = (s: ClientSecretRecord): ClientSecretInfo => ({ id: s.id, lastFour: s.lastFour, createdAt: isoTime(s.createdAt) });
 
 export function keyView(k: KeyView): KeyInfo {
   const view: KeyInfo = { kid: k.kid, alg: k.alg, state: k.state, createdAt: isoTime(k.createdAt) };

@@ -45,6 +45,22 @@ export interface ClientRecord {
   updatedAt: number;
 }
 
+/**
+ * A client secret: what a client presents at the token endpoint (client_secret_basic or
+ * client_secret_post). Only the SHA-256 of the secret is kept, plus its last four characters as a
+ * hint to tell secrets apart. Revoking a secret deletes its record.
+ */
+export interface ClientSecretRecord {
+  id: string;
+  projectId: string;
+  clientId: string;
+  /** base64url SHA-256 of the full secret string. */
+  hash: string;
+  /** The last four characters of the secret: enough to recognise it, far too few to use it. */
+  lastFour: string;
+  createdAt: number;
+}
+
 /** A management API key. Only the SHA-256 of the secret is kept. */
 export interface ApiKeyRecord {
   id: string;
@@ -126,12 +142,29 @@ export interface Store {
   /** Throws not_found when absent and conflict while it still has clients. */
   deleteProvider(projectId: string, id: string): Promise<void>;
 
-  /** Throws not_found when the provider does not exist (checked in the same transaction). */
+  /**
+   * Throws not_found when the provider does not exist, already_exists when a client with the same
+   * id exists under any provider of the project (both checked in the same transaction).
+   */
   createClient(client: ClientRecord): Promise<void>;
   getClient(projectId: string, providerId: string, id: string): Promise<ClientRecord | undefined>;
+  /** The client with `id` under whichever provider of the project holds it (the token endpoint names no provider). */
+  getClientById(projectId: string, id: string): Promise<ClientRecord | undefined>;
   listClients(projectId: string, providerId: string, page: PageRequest): Promise<Page<ClientRecord>>;
   updateClient(projectId: string, providerId: string, id: string, update: Updater<ClientRecord>): Promise<ClientRecord>;
+  /** Deletes the client and all its secrets in one transaction; not_found when absent. */
   deleteClient(projectId: string, providerId: string, id: string): Promise<void>;
+
+  /**
+   * Stores a new secret of `secret.clientId`. In one transaction: not_found when the client does
+   * not exist, conflict when it already holds `maxSecrets` secrets, already_exists when the id is
+   * taken. Two racing creates can therefore never leave more than `maxSecrets`.
+   */
+  createClientSecret(secret: ClientSecretRecord, maxSecrets: number): Promise<void>;
+  /** The client's secrets in creation order; empty for an unknown client. */
+  listClientSecrets(projectId: string, clientId: string): Promise<ClientSecretRecord[]>;
+  /** Deletes (revokes) one secret; not_found when absent. */
+  deleteClientSecret(projectId: string, clientId: string, id: string): Promise<void>;
 
   /** Throws already_exists when a key with the same hash exists. */
   createApiKey(key: ApiKeyRecord): Promise<void>;

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createApiKey, revokeApiKey } from "../../src/core/api-keys.ts";
+import { OAUTH_ERROR_TABLE } from "../../src/core/oauth/errors.ts";
 import { ERROR_TABLE } from "../../src/errors.ts";
 import { buildTestApp, createProviderAndClient, type TestApp } from "../helpers/app.ts";
 import { expectError } from "./support.ts";
@@ -177,15 +178,35 @@ describe("errors", () => {
 });
 
 describe("docs/errors.md", () => {
-  test("lists exactly the codes and statuses of ERROR_TABLE, in order", () => {
+  /** The rows of each table of the file, in order (a table is a run of lines starting with "|"). */
+  const tables = (): string[][][] => {
     const text = readFileSync(join(import.meta.dir, "..", "..", "docs", "errors.md"), "utf8");
-    const rows = text
-      .split("\n")
-      .filter((line) => line.startsWith("|"))
-      .map((line) => line.split("|").slice(1, -1).map((cell) => cell.trim()));
+    const found: string[][][] = [];
+    let current: string[][] | undefined;
+    for (const line of text.split("\n")) {
+      if (!line.startsWith("|")) {
+        current = undefined;
+        continue;
+      }
+      if (current === undefined) found.push((current = []));
+      current.push(line.split("|").slice(1, -1).map((cell) => cell.trim()));
+    }
+    return found;
+  };
+  const entries = (rows: string[][]) =>
+    rows.slice(2).map(([status, code, meaning]) => ({ status: Number(status), code: code?.replaceAll("`", ""), meaningGiven: (meaning ?? "").length > 0 }));
+
+  test("lists exactly the codes and statuses of ERROR_TABLE, in order", () => {
+    const rows = tables()[0] ?? [];
     expect(rows[0]).toEqual(["status", "code", "meaning"]);
-    const entries = rows.slice(2).map(([status, code, meaning]) => ({ status: Number(status), code: code?.replaceAll("`", ""), meaningGiven: (meaning ?? "").length > 0 }));
-    const expected = Object.entries(ERROR_TABLE).map(([code, { status }]) => ({ status, code, meaningGiven: true }));
-    expect(entries).toEqual(expected);
+    expect(entries(rows)).toEqual(Object.entries(ERROR_TABLE).map(([code, { status }]) => ({ status, code, meaningGiven: true })));
+  });
+
+  test("lists exactly the errors and statuses of OAUTH_ERROR_TABLE, in order, in its second table", () => {
+    const all = tables();
+    expect(all).toHaveLength(2);
+    const rows = all[1] ?? [];
+    expect(rows[0]).toEqual(["status", "error", "meaning"]);
+    expect(entries(rows)).toEqual(Object.entries(OAUTH_ERROR_TABLE).map(([code, { status }]) => ({ status, code, meaningGiven: true })));
   });
 });

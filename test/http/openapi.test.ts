@@ -56,15 +56,41 @@ describe("OpenAPI document", () => {
     expect(documented.length).toBe(routes.length);
   });
 
-  test("every error response refers to the Error schema", () => {
-    for (const ops of Object.values(doc.paths)) {
+  test("every error response refers to the Error schema, under /oauth/ to the OAuthError schema", () => {
+    expect(doc.components.schemas.OAuthError?.required?.sort()).toEqual(["error", "error_description"]);
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      const schema = path.startsWith("/oauth/") ? "OAuthError" : "Error";
       for (const op of Object.values(ops)) {
         for (const [status, response] of Object.entries(op.responses)) {
           if (Number(status) < 400) continue;
-          expect(response.content?.["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/Error" });
+          expect({ path, status, schema: response.content?.["application/json"]?.schema }).toEqual({ path, status, schema: { $ref: `#/components/schemas/${schema}` } });
         }
       }
     }
+  });
+
+  test("the token endpoint takes a form body and documents its answer and the OAuth error codes", () => {
+    const op = doc.paths["/oauth/token"]?.post;
+    expect(op?.security).toEqual([]);
+    const form = op?.requestBody?.content["application/x-www-form-urlencoded"]?.schema as { properties: Record<string, unknown>; required: string[] };
+    expect(Object.keys(form.properties).sort()).toEqual(["audience", "client_id", "client_secret", "grant_type"]);
+    expect(form.required).toEqual(["grant_type"]);
+    expect(op?.requestBody?.content["application/json"]).toBeUndefined();
+    expect(op?.responses["200"]?.content?.["application/json"]?.schema).toMatchObject({
+      properties: { access_token: { type: "string" }, token_type: { const: "Bearer" }, expires_in: { type: "integer" } },
+    });
+    expect(op?.responses["401"]?.description).toContain("invalid_client");
+    for (const code of ["invalid_request", "unsupported_grant_type", "invalid_target"]) expect(op?.responses["400"]?.description).toContain(code);
+  });
+
+  test("the secrets routes are documented with their schemas", () => {
+    const base = "/v1/providers/{providerId}/clients/{clientId}/secrets";
+    const created = doc.paths[base]?.post?.responses["201"]?.content?.["application/json"]?.schema as { properties: Record<string, unknown> };
+    expect(Object.keys(created.properties)).toEqual(["id", "secret", "lastFour", "createdAt"]);
+    expect(doc.paths[base]?.post?.responses["409"]).toBeDefined();
+    const listed = doc.paths[base]?.get?.responses["200"]?.content?.["application/json"]?.schema as { properties: { items: { items: { properties: Record<string, unknown> } } } };
+    expect(Object.keys(listed.properties.items.items.properties).sort()).toEqual(["createdAt", "id", "lastFour"]);
+    expect(doc.paths[`${base}/{secretId}`]?.delete?.responses["204"]).toBeDefined();
   });
 
   test("the token request schema lists expiresIn as an integer with maximum 172800, and the flags as booleans", () => {

@@ -39,6 +39,35 @@ describe("discovery document", () => {
     expect(doc.subject_types_supported).toBeArray();
   });
 
+  test("names the token endpoint, its grant type and its client authentication methods", async () => {
+    const doc = await json<Record<string, unknown>>(await t.request("GET", "/.well-known/openid-configuration"));
+    expect(doc.token_endpoint).toBe("https://x.example.test/oauth/token");
+    expect(doc.grant_types_supported).toEqual(["client_credentials"]);
+    expect(doc.token_endpoint_auth_methods_supported).toEqual(["client_secret_basic", "client_secret_post"]);
+  });
+
+  test("/.well-known/oauth-authorization-server (RFC 8414) serves the same body and headers", async () => {
+    const oidc = await t.request("GET", "/.well-known/openid-configuration");
+    const oauth = await t.request("GET", "/.well-known/oauth-authorization-server");
+    expect(oauth.status).toBe(200);
+    expect(Object.fromEntries(oauth.headers)).toEqual(Object.fromEntries(oidc.headers));
+    expect(await oauth.text()).toBe(await oidc.text());
+  });
+
+  test("discovery requests write no log line", async () => {
+    const logLines: string[] = [];
+    const quiet = await buildTestApp({ logLines });
+    try {
+      for (const path of ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"]) {
+        expect((await quiet.request("GET", path)).status).toBe(200);
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(logLines.filter((line) => line.includes('"request"'))).toEqual([]);
+    } finally {
+      await quiet.close();
+    }
+  });
+
   test("forged Host and X-Forwarded-* headers change nothing, neither in discovery nor in tokens", async () => {
     const plain = await (await t.request("GET", "/.well-known/openid-configuration")).text();
     const forged = { host: "evil.example.test", "x-forwarded-host": "evil.example.test", "x-forwarded-proto": "http", forwarded: "host=evil.example.test" };

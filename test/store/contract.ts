@@ -11,11 +11,13 @@ import {
   T0,
   apiKeyRecord,
   clientRecord,
+  clientSecretRecord,
   keySetRecord,
   newProjectId,
   providerRecord,
   storeErrorKind,
 } from "./fixtures.ts";
+import { runClientSecretContract } from "./contract-secrets.ts";
 
 export type StoreFactory = () => Promise<{ store: Store; cleanup: () => Promise<void> }>;
 
@@ -129,6 +131,9 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
       expect(await storeErrorKind(store.deleteClient(A, ghost.id, c2.id))).toBe("not_found");
     });
 
+    // Client-id lookups and client secrets: contract-secrets.ts.
+    runClientSecretContract(() => store, A, B);
+
     test("paging: providers list in creation order, `last` is undefined on the last page", async () => {
       expect(await store.listProviders(A, { limit: 2 })).toEqual({ items: [], last: undefined });
       const ps = [0, 1, 2, 3, 4].map((i) => providerRecord(A, T0 + i * 1000, `p${i}`));
@@ -185,6 +190,13 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
       expect(await storeErrorKind(store.updateClient(B, pa.id, ca.id, untouched))).toBe("not_found");
       expect(await storeErrorKind(store.deleteClient(B, pa.id, ca.id))).toBe("not_found");
 
+      const sa = clientSecretRecord(ca, T0 + 6, "secret-a");
+      await store.createClientSecret(sa, 2);
+      expect(await store.getClientById(B, ca.id)).toBeUndefined();
+      expect(await store.listClientSecrets(B, ca.id)).toEqual([]);
+      expect(await storeErrorKind(store.deleteClientSecret(B, ca.id, sa.id))).toBe("not_found");
+      expect(await storeErrorKind(store.createClientSecret({ ...clientSecretRecord(ca, T0 + 7, "x"), projectId: B }, 2))).toBe("not_found");
+
       expect(await store.listApiKeys(B)).toEqual([kb]);
       expect(await storeErrorKind(store.updateApiKey(B, ka.id, untouched))).toBe("not_found");
       expect(await store.getKeySet(B)).toBeUndefined();
@@ -193,6 +205,8 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
       // Nothing of A changed.
       expect(await store.getProvider(A, pa.id)).toEqual(pa);
       expect(await store.getClient(A, pa.id, ca.id)).toEqual(ca);
+      expect(await store.getClientById(A, ca.id)).toEqual(ca);
+      expect(await store.listClientSecrets(A, ca.id)).toEqual([sa]);
       expect(await store.listApiKeys(A)).toEqual([ka]);
       expect(await store.getKeySet(A)).toEqual(keySetRecord(A, 1));
       expect(await store.getKeySet(B)).toEqual(keySetRecord(B, 1, T0 + 9));
@@ -274,6 +288,13 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
         expect(got?.createdAt).toBe(at);
         expect(got?.updatedAt).toBe(at + 1);
       }
+      const p = providerRecord(A, T0 + 50);
+      const c = clientRecord(p, T0 + 51);
+      await store.createProvider(p);
+      await store.createClient(c);
+      const secret = { ...clientSecretRecord(c, T0 + 52, "ts"), createdAt: Date.UTC(2099, 11, 31, 23, 59, 59, 999) };
+      await store.createClientSecret(secret, 2);
+      expect((await store.listClientSecrets(A, c.id))[0]?.createdAt).toBe(secret.createdAt);
       const k = { ...apiKeyRecord(A, T0, "t"), createdAt: T0 + 1, expiresAt: T0 + 172_800_123, revokedAt: T0 + 999 };
       await store.createApiKey(k);
       expect(await store.getApiKeyByHash("t")).toEqual(k);

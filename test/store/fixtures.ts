@@ -7,6 +7,7 @@ import {
   StoreError,
   type ApiKeyRecord,
   type ClientRecord,
+  type ClientSecretRecord,
   type KeySetRecord,
   type ProviderRecord,
   type SigningKeyRecord,
@@ -32,6 +33,10 @@ export function clientRecord(provider: ProviderRecord, at: number, name = "billi
     createdAt: at,
     updatedAt: at,
   };
+}
+
+export function clientSecretRecord(client: ClientRecord, at: number, hash: string): ClientSecretRecord {
+  return { id: uuidv7(at), projectId: client.projectId, clientId: client.id, hash, lastFour: hash.slice(-4), createdAt: at };
 }
 
 export function apiKeyRecord(projectId: string, at: number, hash: string): ApiKeyRecord {

@@ -1,31 +1,44 @@
 /**
  * @module http/plugins/body-parser
- * The one body parser: enforces the size limit (413), demands a JSON content type for a non-empty
- * body (415), treats an empty body as `{}`, turns bad JSON into 400, and trims the text fields the
- * contract trims (schemas/common.ts TRIMMED_FIELDS). Runs before validation.
+ * The one body parser: enforces the size limit (413) and treats an empty body as `{}`.
+ * Management routes take JSON only: a non-empty body needs a JSON content type (415), bad JSON is
+ * 400, and the text fields the contract trims are trimmed (schemas/common.ts TRIMMED_FIELDS).
+ * OAuth routes (route.ts isOAuthPath) take `application/x-www-form-urlencoded` only, as RFC 6749
+ * §3.2 requires: anything else is 400. Runs before validation.
  */
 import { Elysia } from "elysia";
 import { AppError } from "../../errors.ts";
 import { trimTextFields } from "../../schemas/common.ts";
+import { isOAuthPath } from "../route.ts";
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json(?:\s*;.*)?$/i;
+const FORM_TYPE = /^application\/x-www-form-urlencoded(?:\s*;.*)?$/i;
 
-/** Parses a request body per the contract, or throws the matching AppError. */
-export async function parseJsonBody(request: Request, maxBytes: number): Promise<unknown> {
+/** The body's bytes, within the size limit; 413 otherwise (declared or actual). */
+async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > maxBytes) throw new AppError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
   const bytes = new Uint8Array(await request.arrayBuffer());
   if (bytes.byteLength > maxBytes) throw new AppError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
+  return bytes;
+}
+
+function utf8(bytes: Uint8Array): string {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new AppError("invalid_request", "The request body is not valid UTF-8.");
+  }
+}
+
+/** Parses a request body per the contract, or throws the matching AppError. */
+export async function parseJsonBody(request: Request, maxBytes: number): Promise<unknown> {
+  const bytes = await readBody(request, maxBytes);
   if (bytes.byteLength === 0) return {};
   if (!JSON_TYPE.test(request.headers.get("content-type") ?? "")) {
     throw new AppError("unsupported_media_type", "The request body must be JSON, sent with 'Content-Type: application/json'.");
   }
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    throw new AppError("invalid_request", "The request body is not valid UTF-8.");
-  }
+  const text = utf8(bytes);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -35,6 +48,27 @@ export async function parseJsonBody(request: Request, maxBytes: number): Promise
   return trimTextFields(parsed);
 }
 
-/** Registers the parser for every route. */
+/**
+ * Parses a form-encoded body into parameters: an empty value counts as absent and a repeated
+ * parameter becomes a list, which validation refuses for the parameters it knows (RFC 6749 §3.1,
+ * §3.2). Built with Object.fromEntries, so a parameter named `__proto__` is just a name.
+ */
+export async function parseFormBody(request: Request, maxBytes: number): Promise<Record<string, string | string[]>> {
+  const bytes = await readBody(request, maxBytes);
+  if (bytes.byteLength === 0) return {};
+  if (!FORM_TYPE.test(request.headers.get("content-type") ?? "")) {
+    throw new AppError("invalid_request", "The request body must be form-encoded, sent with 'Content-Type: application/x-www-form-urlencoded' (RFC 6749).");
+  }
+  const params = new Map<string, string[]>();
+  for (const [name, value] of new URLSearchParams(utf8(bytes))) {
+    if (value === "") continue;
+    params.set(name, [...(params.get(name) ?? []), value]);
+  }
+  return Object.fromEntries([...params].map(([name, values]) => [name, values.length === 1 ? (values[0] as string) : values]));
+}
+
+/** Registers the parser for every route: form for OAuth paths, JSON for the rest. */
 export const bodyParser = (maxBytes: number) =>
-  new Elysia({ name: "body-parser" }).onParse({ as: "global" }, ({ request }) => parseJsonBody(request, maxBytes));
+  new Elysia({ name: "body-parser" }).onParse({ as: "global" }, ({ request, path }) =>
+    isOAuthPath(path) ? parseFormBody(request, maxBytes) : parseJsonBody(request, maxBytes),
+  );

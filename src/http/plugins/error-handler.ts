@@ -2,13 +2,16 @@
  * @module http/plugins/error-handler
  * The one place that turns anything thrown (our AppError, store errors, and what Elysia itself
  * raises: validation, parse, not found) into `{code, message}` with the status from the error
- * table. Unknown errors become a generic 500; their detail goes only to the log.
+ * table. Under /oauth/ (route.ts isOAuthPath) the same failures take the RFC 6749 §5.2 form
+ * `{error, error_description}` instead (core/oauth/errors.ts). Unknown errors become a generic
+ * 500; their detail goes only to the log.
  */
 import { Elysia, ValidationError } from "elysia";
+import { toOAuthErrorResponse } from "../../core/oauth/errors.ts";
 import { AppError, ERROR_TABLE, toErrorResponse } from "../../errors.ts";
 import type { Logger } from "../../logging/logger.ts";
 import { StoreError } from "../../store/store.ts";
-import { matchPath, type RouteDef } from "../route.ts";
+import { isOAuthPath, matchPath, type RouteDef } from "../route.ts";
 
 interface ValueErrorLike {
   path: string;
@@ -18,9 +21,12 @@ interface ValueErrorLike {
 
 const WHERE = { body: "field", params: "path parameter", query: "query parameter", headers: "header" } as const;
 
-/** A message a person can act on for a request validation failure, naming the field. */
-export function describeValidation(error: ValidationError): string {
-  const where = WHERE[error.type as keyof typeof WHERE] ?? "value";
+/**
+ * A message a person can act on for a request validation failure, naming the field (a form body's
+ * fields are called parameters, as RFC 6749 does).
+ */
+export function describeValidation(error: ValidationError, form = false): string {
+  const where = form && error.type === "body" ? "parameter" : (WHERE[error.type as keyof typeof WHERE] ?? "value");
   const first = (error.all as ValueErrorLike[])[0];
   if (first === undefined) return "The request is invalid.";
   const name = first.path.replace(/^\//, "").replaceAll("/", ".") || "(body)";
@@ -39,7 +45,9 @@ export function toAppError(error: unknown, code: string, method: string, url: st
     if (error.kind === "unavailable") return new AppError("unavailable", ERROR_TABLE.unavailable.message);
     return new AppError("conflict", `${error.message.charAt(0).toUpperCase()}${error.message.slice(1)}.`);
   }
-  if (error instanceof ValidationError && error.type !== "response") return new AppError("invalid_request", describeValidation(error));
+  if (error instanceof ValidationError && error.type !== "response") {
+    return new AppError("invalid_request", describeValidation(error, isOAuthPath(new URL(url).pathname)));
+  }
   if (code === "PARSE") {
     // Elysia wraps whatever the body parser throws (413, 415, bad JSON) in its ParseError.
     const cause = (error as { cause?: unknown }).cause;
@@ -61,7 +69,7 @@ export function toAppError(error: unknown, code: string, method: string, url: st
 export const errorHandler = (logger: Logger, routes: readonly RouteDef[]) =>
   new Elysia({ name: "error-handler" }).onError({ as: "global" }, ({ code, error, request, set, route }) => {
     const mapped = toAppError(error, String(code), request.method, request.url, routes);
-    const { status, headers, body } = toErrorResponse(mapped);
+    const { status, headers, body } = isOAuthPath(new URL(request.url).pathname) ? toOAuthErrorResponse(mapped) : toErrorResponse(mapped);
     if (status >= 500) {
       logger.error("request failed", {
         method: request.method,

@@ -1,21 +1,28 @@
 /**
  * @module http/routes/well-known
- * Public discovery: the OpenID configuration and the JWKS, answered from the in-memory key ring
- * (no store read), with caching headers, a strong ETag and CORS for browsers. Never logged.
+ * Public discovery: the OpenID configuration (served again, identical, as the RFC 8414 OAuth
+ * authorization server metadata) and the JWKS, answered from the in-memory key ring (no store
+ * read), with caching headers, a strong ETag and CORS for browsers. Never logged.
  * The issuer comes from configuration only; request headers (Host, X-Forwarded-*) are ignored.
  */
+import { CLIENT_AUTH_METHODS } from "../../core/oauth/client-auth.ts";
+import { GRANT_TYPES } from "../../core/oauth/client-credentials.ts";
 import type { AppContext } from "../../context.ts";
 import type { KeyRing } from "../../keys/key-ring.ts";
 import type { RouteDef } from "../route.ts";
+import { TOKEN_ENDPOINT_PATH } from "./oauth.ts";
 
 /** The claims every access token carries. */
 const CLAIMS = ["iss", "sub", "client_id", "aud", "iat", "exp", "jti"];
 
-/** The discovery document for an issuer and its key ring. */
+/** The discovery document for an issuer and its key ring (OpenID Connect Discovery and RFC 8414 alike). */
 export function discoveryDocument(issuer: string, ring: KeyRing): Record<string, unknown> {
   return {
     issuer,
     jwks_uri: `${issuer}/.well-known/jwks`,
+    token_endpoint: `${issuer}${TOKEN_ENDPOINT_PATH}`,
+    grant_types_supported: [...GRANT_TYPES],
+    token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
     response_types_supported: ["token"],
     subject_types_supported: ["public"],
     id_token_signing_alg_values_supported: ring.algs,
@@ -50,21 +57,24 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     handler: ({ request }) => jwks(request),
   });
 
-  return [
-    {
-      method: "GET",
-      path: "/.well-known/openid-configuration",
-      summary: "OpenID Provider metadata of the issuer",
-      tag: "discovery",
-      auth: false,
-      success: { status: 200, description: "Discovery document: issuer, jwks_uri and supported algorithms." },
-      errors: [],
-      handler: () => {
-        const ring = ctx.keys.ring(ctx.projectId);
-        if (discovery?.version !== ring.version) discovery = { version: ring.version, body: JSON.stringify(discoveryDocument(ctx.issuer, ring)) };
-        return new Response(discovery.body, { headers: { ...common, "cache-control": cacheControl(), "content-type": "application/json" } });
-      },
+  const discoveryRoute = (path: string, summary: string): RouteDef => ({
+    method: "GET",
+    path,
+    summary,
+    tag: "discovery",
+    auth: false,
+    success: { status: 200, description: "Discovery document: issuer, jwks_uri, token_endpoint and what they support." },
+    errors: [],
+    handler: () => {
+      const ring = ctx.keys.ring(ctx.projectId);
+      if (discovery?.version !== ring.version) discovery = { version: ring.version, body: JSON.stringify(discoveryDocument(ctx.issuer, ring)) };
+      return new Response(discovery.body, { headers: { ...common, "cache-control": cacheControl(), "content-type": "application/json" } });
     },
+  });
+
+  return [
+    discoveryRoute("/.well-known/openid-configuration", "OpenID Provider metadata of the issuer"),
+    discoveryRoute("/.well-known/oauth-authorization-server", "OAuth 2.0 authorization server metadata (RFC 8414): the same document"),
     jwksRoute("/.well-known/jwks"),
     jwksRoute("/.well-known/jwks.json"),
   ];

@@ -1,9 +1,12 @@
 /**
  * @module store/lmdb/lmdb-file
  * File-level helpers of the LMDB backend: recognizing an LMDB data file before lmdb opens it
- * (lmdb's native code crashes the process on anything else) and flushing files to disk.
+ * (lmdb's native code crashes the process on anything else), flushing files to disk, and writing
+ * a backup file that never appears half-written.
  */
-import { closeSync, fstatSync, fsyncSync, openSync, readSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, fstatSync, fsyncSync, linkSync, openSync, readSync, renameSync, rmSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { StoreError } from "../store.ts";
 
 /** LMDB's meta-page stamp and the data-file version of the bundled build. */
 const LMDB_MAGIC = 0xbeefc0de;
@@ -56,3 +59,43 @@ export function fsyncPath(path: string): void {
   }
 }
 
+
+/** The part of an lmdb environment a backup needs. */
+interface BackupSource {
+  backup(path: string, compact: boolean): Promise<void>;
+}
+
+/** Filesystems without hard links: the backup falls back to a (checked) rename. */
+const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
+
+/**
+ * Writes a compacted copy of the whole environment to `path` (mode 0600). It is read in one
+ * snapshot, so it is consistent while other processes write. The copy is made under a temporary
+ * name beside `path`, flushed, then linked into place: `path` never holds a partial copy, and an
+ * existing `path` is `already_exists` and never overwritten.
+ */
+export async function backupEnvironment(db: BackupSource, path: string): Promise<void> {
+  const target = resolve(path);
+  if (existsSync(target)) throw new StoreError("already_exists", `${path} already exists`);
+  const partial = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
+  rmSync(partial, { force: true });
+  try {
+    await db.backup(partial, true);
+    chmodSync(partial, 0o600);
+    fsyncPath(partial);
+    try {
+      linkSync(partial, target);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? "";
+      if (code === "EEXIST" || (NO_LINKS.has(code) && existsSync(target))) throw new StoreError("already_exists", `${path} already exists`);
+      if (!NO_LINKS.has(code)) throw error;
+      renameSync(partial, target);
+    }
+    fsyncPath(dirname(target));
+  } catch (error) {
+    if (error instanceof StoreError) throw error;
+    throw new StoreError("unavailable", `cannot write the backup ${path}: ${(error as Error).message}`);
+  } finally {
+    rmSync(partial, { force: true });
+  }
+}

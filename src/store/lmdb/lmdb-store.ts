@@ -1,20 +1,22 @@
 /**
  * @module store/lmdb
  * The embedded default store: one LMDB environment, one file (`tokenmint.mdb`) in the data
- * directory. Every record kind has its own key prefix with the project first, so a listing is one
- * range scan and never crosses projects. Writes run in lmdb transactions whose promise resolves
- * only once the commit is flushed, so a resolved write is durable. Several processes (the server
- * and the CLI) may use the file at once; LMDB serializes their writers. `backup` copies the
- * environment from one read snapshot; `openLmdbFileReadOnly` reads a data file or a backup
- * without changing it.
+ * directory. Every record kind has its own key prefix with the project first (lmdb-keys.ts), so
+ * a listing is one range scan and never crosses projects. Writes run in lmdb transactions whose
+ * promise resolves only once the commit is flushed, so a resolved write is durable. Several
+ * processes (the server and the CLI) may use the file at once; LMDB serializes their writers.
+ * A client, its client-id index and its secrets change together, in one transaction.
+ * `backup` copies the environment from one read snapshot; `openLmdbFileReadOnly` reads a data
+ * file or a backup without changing it.
  */
-import { chmodSync, existsSync, linkSync, mkdirSync, renameSync, rmSync } from "node:fs";
-import { basename, dirname, join, resolve } from "node:path";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
 import {
   StoreError,
   type ApiKeyRecord,
   type ClientRecord,
+  type ClientSecretRecord,
   type KeySetRecord,
   type Page,
   type PageRequest,
@@ -23,32 +25,24 @@ import {
   type Store,
   type Updater,
 } from "../store.ts";
-import { fsyncPath, lmdbFileProblem } from "./lmdb-file.ts";
+import { backupEnvironment, lmdbFileProblem } from "./lmdb-file.ts";
+import { key, rangeEnd } from "./lmdb-keys.ts";
+import { indexUnindexedClients } from "./lmdb-upgrade.ts";
 
 /** File name of the LMDB environment inside the data directory. */
 export const LMDB_FILE = "tokenmint.mdb";
-
-/** Last key of any string range starting with `prefix`. */
-const rangeEnd = (prefix: string) => `${prefix}\uffff`;
-
-const key = {
-  meta: (name: string) => `meta:${name}`,
-  project: (id: string) => `project:${id}`,
-  provider: (projectId: string, id: string) => `provider:${projectId}:${id}`,
-  providersOf: (projectId: string) => `provider:${projectId}:`,
-  client: (projectId: string, providerId: string, id: string) => `client:${projectId}:${providerId}:${id}`,
-  clientsOf: (projectId: string, providerId: string) => `client:${projectId}:${providerId}:`,
-  apiKey: (projectId: string, id: string) => `apikey:${projectId}:${id}`,
-  apiKeysOf: (projectId: string) => `apikey:${projectId}:`,
-  apiKeyHash: (hash: string) => `apikeyhash:${hash}`,
-  keySet: (projectId: string) => `keyset:${projectId}`,
-};
 
 /** Opens (creating if needed) the LMDB store in `dataDir`. */
 export function openLmdbStore(dataDir: string): LmdbStore {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, LMDB_FILE);
   const db = open({ path, encoding: "json", compression: false }) as RootDatabase<unknown, string>;
+  try {
+    indexUnindexedClients(db);
+  } catch (error) {
+    void db.close();
+    throw error;
+  }
   return new LmdbStore(db, path, false);
 }
 
@@ -65,9 +59,6 @@ export function openLmdbFileReadOnly(path: string): LmdbStore {
   const db = open({ path, encoding: "json", compression: false, readOnly: true, noSubdir: true }) as RootDatabase<unknown, string>;
   return new LmdbStore(db, path, true);
 }
-
-/** Filesystems without hard links: the backup falls back to a (checked) rename. */
-const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
 
 export class LmdbStore implements Store {
   readonly description: string;
@@ -114,11 +105,8 @@ export class LmdbStore implements Store {
     });
   }
 
-  async #create(k: string, what: string, record: unknown, requires?: { key: string; what: string }): Promise<void> {
+  async #create(k: string, what: string, record: unknown): Promise<void> {
     await this.#write(() => {
-      if (requires !== undefined && this.#get(requires.key) === undefined) {
-        throw new StoreError("not_found", `${requires.what} not found`);
-      }
       if (this.#get(k) !== undefined) throw new StoreError("already_exists", `${what} already exists`);
       this.#db.putSync(k, record);
     });
@@ -178,15 +166,23 @@ export class LmdbStore implements Store {
     });
   }
 
-  createClient(client: ClientRecord): Promise<void> {
-    return this.#create(key.client(client.projectId, client.providerId, client.id), "client", client, {
-      key: key.provider(client.projectId, client.providerId),
-      what: "provider",
+  async createClient(client: ClientRecord): Promise<void> {
+    await this.#write(() => {
+      if (this.#get(key.provider(client.projectId, client.providerId)) === undefined) throw new StoreError("not_found", "provider not found");
+      const index = key.clientIndex(client.projectId, client.id);
+      if (this.#get(index) !== undefined) throw new StoreError("already_exists", "client already exists");
+      this.#db.putSync(key.client(client.projectId, client.providerId, client.id), client);
+      this.#db.putSync(index, client.providerId);
     });
   }
 
   async getClient(projectId: string, providerId: string, id: string): Promise<ClientRecord | undefined> {
     return this.#get(key.client(projectId, providerId, id));
+  }
+
+  async getClientById(projectId: string, id: string): Promise<ClientRecord | undefined> {
+    const providerId = this.#get<string>(key.clientIndex(projectId, id));
+    return providerId === undefined ? undefined : this.#get(key.client(projectId, providerId, id));
   }
 
   async listClients(projectId: string, providerId: string, page: PageRequest): Promise<Page<ClientRecord>> {
@@ -201,6 +197,35 @@ export class LmdbStore implements Store {
     await this.#write(() => {
       const k = key.client(projectId, providerId, id);
       if (this.#get(k) === undefined) throw new StoreError("not_found", "client not found");
+      this.#db.removeSync(k);
+      this.#db.removeSync(key.clientIndex(projectId, id));
+      const secrets = key.secretsOf(projectId, id);
+      for (const secret of [...this.#db.getKeys({ start: secrets, end: rangeEnd(secrets) })]) this.#db.removeSync(secret);
+    });
+  }
+
+  async createClientSecret(secret: ClientSecretRecord, maxSecrets: number): Promise<void> {
+    await this.#write(() => {
+      if (this.#get(key.clientIndex(secret.projectId, secret.clientId)) === undefined) throw new StoreError("not_found", "client not found");
+      const prefix = key.secretsOf(secret.projectId, secret.clientId);
+      if (this.#db.getKeysCount({ start: prefix, end: rangeEnd(prefix) }) >= maxSecrets) {
+        throw new StoreError("conflict", `the client already holds ${maxSecrets} secrets`);
+      }
+      const k = key.secret(secret.projectId, secret.clientId, secret.id);
+      if (this.#get(k) !== undefined) throw new StoreError("already_exists", "client secret already exists");
+      this.#db.putSync(k, secret);
+    });
+  }
+
+  async listClientSecrets(projectId: string, clientId: string): Promise<ClientSecretRecord[]> {
+    const prefix = key.secretsOf(projectId, clientId);
+    return [...this.#db.getRange({ start: prefix, end: rangeEnd(prefix) })].map(({ value }) => value as ClientSecretRecord);
+  }
+
+  async deleteClientSecret(projectId: string, clientId: string, id: string): Promise<void> {
+    await this.#write(() => {
+      const k = key.secret(projectId, clientId, id);
+      if (this.#get(k) === undefined) throw new StoreError("not_found", "client secret not found");
       this.#db.removeSync(k);
     });
   }
@@ -249,30 +274,8 @@ export class LmdbStore implements Store {
    * name beside `path`, flushed, then linked into place: `path` never holds a partial copy, and an
    * existing `path` is `already_exists` and never overwritten.
    */
-  async backup(path: string): Promise<void> {
-    const target = resolve(path);
-    if (existsSync(target)) throw new StoreError("already_exists", `${path} already exists`);
-    const partial = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
-    rmSync(partial, { force: true });
-    try {
-      await this.#db.backup(partial, true);
-      chmodSync(partial, 0o600);
-      fsyncPath(partial);
-      try {
-        linkSync(partial, target);
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code ?? "";
-        if (code === "EEXIST" || (NO_LINKS.has(code) && existsSync(target))) throw new StoreError("already_exists", `${path} already exists`);
-        if (!NO_LINKS.has(code)) throw error;
-        renameSync(partial, target);
-      }
-      fsyncPath(dirname(target));
-    } catch (error) {
-      if (error instanceof StoreError) throw error;
-      throw new StoreError("unavailable", `cannot write the backup ${path}: ${(error as Error).message}`);
-    } finally {
-      rmSync(partial, { force: true });
-    }
+  backup(path: string): Promise<void> {
+    return backupEnvironment(this.#db, path);
   }
 
   /** Closes the environment; closing twice is harmless. */

@@ -1,6 +1,7 @@
 /** @module http/routes/v1/tokens — issue an access token for a client. Stateless: nothing is stored. */
+import { issueAccessToken } from "../../../core/access-tokens.ts";
 import { getClient } from "../../../core/clients.ts";
-import { buildAccessTokenClaims, epochSeconds, tokenLifetime } from "../../../core/tokens.ts";
+import { tokenLifetime } from "../../../core/tokens.ts";
 import type { AppContext } from "../../../context.ts";
 import { ClientParams } from "../../../schemas/clients.ts";
 import { AccessToken, TokenRequest } from "../../../schemas/tokens.ts";
@@ -21,18 +22,11 @@ export function tokenRoutes(ctx: AppContext): RouteDef[] {
       handler: async ({ principal, params, body, set }) => {
         const request = body as TokenRequest;
         const client = await getClient(ctx.store, principal.projectId, params.providerId as string, params.clientId as string);
-        const signer = ctx.keys.ring(principal.projectId);
-        const claims = buildAccessTokenClaims({
-          issuer: ctx.issuer,
-          clientId: client.id,
-          audience: client.audience,
-          audienceAsArray: request.audienceAsArray === true,
-          iat: epochSeconds(ctx.clock.now()),
+        const { token: accessToken, claims } = await issueAccessToken(ctx, principal.projectId, client, {
           lifetime: tokenLifetime(request.expiresIn),
-          jti: crypto.randomUUID(),
+          audienceAsArray: request.audienceAsArray === true,
+          typ: request.useJwtType === true ? "JWT" : "at+jwt",
         });
-        const accessToken = await signer.sign(request.useJwtType === true ? "JWT" : "at+jwt", claims);
-        ctx.metrics.tokenIssued(signer.alg);
         set.status = 201;
         set.headers["cache-control"] = "no-store";
         set.headers.pragma = "no-cache";

@@ -1,0 +1,48 @@
+/**
+ * @module core/oauth/client-credentials
+ * The token endpoint's one grant, client credentials (RFC 6749 §4.4): authenticate the client,
+ * check the grant type and the optional `audience`, then issue the same JWT as the management
+ * token route, with the default lifetime. Order: client authentication first, so a caller without
+ * valid credentials learns nothing else.
+ */
+import type { AppContext } from "../../context.ts";
+import { issueAccessToken } from "../access-tokens.ts";
+import { DEFAULT_TOKEN_LIFETIME_S } from "../tokens.ts";
+import { authenticateClient, readClientCredentials } from "./client-auth.ts";
+import { OAuthError } from "./errors.ts";
+
+/** The grant types of the token endpoint, as discovery names them. */
+export const GRANT_TYPES = ["client_credentials"] as const;
+
+/** The recognised parameters of a token request (others are ignored, RFC 6749 §3.2). */
+export interface TokenEndpointParams {
+  grant_type: string;
+  client_id?: string;
+  client_secret?: string;
+  audience?: string;
+}
+
+/** The successful answer (RFC 6749 §5.1). */
+export interface TokenEndpointAnswer {
+  access_token: string;
+  token_type: "Bearer";
+  expires_in: number;
+}
+
+/** Runs a client credentials token request for the project; throws OAuthError on refusal. */
+export async function clientCredentialsToken(
+  ctx: Pick<AppContext, "store" | "keys" | "metrics" | "clock" | "issuer">,
+  projectId: string,
+  authorization: string | null,
+  params: TokenEndpointParams,
+): Promise<TokenEndpointAnswer> {
+  const client = await authenticateClient(ctx.store, projectId, readClientCredentials(authorization, params));
+  if (params.grant_type !== "client_credentials") {
+    throw new OAuthError("unsupported_grant_type", "This grant_type is not supported; use grant_type=client_credentials.");
+  }
+  if (params.audience !== undefined && params.audience !== client.audience) {
+    throw new OAuthError("invalid_target", "The audience parameter must equal the client's audience, or be left out.");
+  }
+  const { token, claims } = await issueAccessToken(ctx, projectId, client, { lifetime: DEFAULT_TOKEN_LIFETIME_S, audienceAsArray: false, typ: "at+jwt" });
+  return { access_token: token, token_type: "Bearer", expires_in: claims.exp - claims.iat };
+}

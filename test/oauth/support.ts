@@ -1,0 +1,66 @@
+/**
+ * Helpers of the OAuth tests: token requests with a form body, client secrets through the API,
+ * and the exact RFC 6749 §5.2 error shape.
+ */
+import { expect } from "bun:test";
+import type { TestApp } from "../helpers/app.ts";
+import { json, mediaType } from "../http/support.ts";
+
+export const FORM = { "content-type": "application/x-www-form-urlencoded" };
+
+/** The `Authorization: Basic` value of RFC 6749 §2.3.1: form-urlencoded id and secret. */
+export const basic = (clientId: string, secret: string) =>
+  `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString("base64")}`;
+
+/** POST /oauth/token with `params` form-encoded (a string is sent as is). */
+export function tokenRequest(t: TestApp, params: Record<string, string> | string, headers: Record<string, string> = {}): Promise<Response> {
+  const body = typeof params === "string" ? params : new URLSearchParams(params).toString();
+  return t.request("POST", "/oauth/token", body, { ...FORM, ...headers });
+}
+
+export interface CreatedSecret {
+  id: string;
+  secret: string;
+  lastFour: string;
+  createdAt: string;
+}
+
+/** Creates a client secret through the management API (expects 201). */
+export async function createSecret(t: TestApp, providerId: string, clientId: string): Promise<CreatedSecret> {
+  const res = await t.api("POST", `/v1/providers/${providerId}/clients/${clientId}/secrets`);
+  expect({ status: res.status, body: res.status === 201 ? "" : await res.clone().text() }).toEqual({ status: 201, body: "" });
+  return json<CreatedSecret>(res);
+}
+
+export interface OAuthErrorBody {
+  error: string;
+  error_description: string;
+}
+
+/** RFC 6749 §5.2: the characters error_description may use. */
+const DESCRIPTION_CHARS = /^[\x20\x21\x23-\x5b\x5d-\x7e]+$/;
+
+/**
+ * Asserts an RFC 6749 §5.2 error: exact status, JSON, a body of exactly `{error,
+ * error_description}` with the exact `error`, `Cache-Control: no-store`, and (when given) a
+ * description containing `mention`.
+ */
+export async function expectOAuthError(res: Response, status: number, error: string, mention?: string | RegExp): Promise<OAuthErrorBody> {
+  const text = await res.text();
+  expect({ status: res.status, text }).toEqual({ status, text: expect.any(String) });
+  expect(mediaType(res)).toBe("application/json");
+  expect(res.headers.get("cache-control")).toBe("no-store");
+  const body = JSON.parse(text) as OAuthErrorBody;
+  expect(Object.keys(body).sort()).toEqual(["error", "error_description"]);
+  expect(body.error).toBe(error);
+  expect(body.error_description).toMatch(DESCRIPTION_CHARS);
+  if (typeof mention === "string") expect(body.error_description).toContain(mention);
+  else if (mention !== undefined) expect(body.error_description).toMatch(mention);
+  return body;
+}
+
+/** Asserts `invalid_client`: 401 with the Basic challenge. */
+export async function expectInvalidClient(res: Response, mention?: string | RegExp): Promise<OAuthErrorBody> {
+  expect(res.headers.get("www-authenticate")).toBe('Basic realm="tokenmint"');
+  return expectOAuthError(res, 401, "invalid_client", mention);
+}
