@@ -8,28 +8,7 @@ import { base64url } from "jose";
 import { AppError } from "../errors.ts";
 import type { ApiKeyRecord, Store } from "../store/store.ts";
 import { uuidv7 } from "./ids.ts";
-
-const encoder = new TextEncoder();
-
-/**
- * base64url SHA-256 of a high-entropy secret (API keys, client secrets). A plain hash suffices:
- * the secrets are 256 random bits, so there is nothing for a slow password hash to protect.
- */
-export async function hashSecret(secret: string): Promise<string> {
-  return base64url.encode(new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(secret))));
-}
-
-/** base64url SHA-256 of an API key string. */
-export const hashApiKey = hashSecret;
-
-/** Constant-time equality of two strings of equal length (different lengths are unequal). */
-export function timingSafeEqual(a: string, b: string): boolean {
-  const x = encoder.encode(a);
-  const y = encoder.encode(b);
-  let diff = x.length ^ y.length;
-  for (let i = 0; i < x.length; i++) diff |= (x[i] as number) ^ (y[i % y.length] ?? 0);
-  return diff === 0;
-}
+import { hashSecret, timingSafeEqual } from "./secret-hash.ts";
 
 /** A fresh API key string: a fixed prefix (so leaked keys are easy to scan for) and 256 random bits. */
 export const generateApiKeySecret = () => `tm_${base64url.encode(crypto.getRandomValues(new Uint8Array(32)))}`;
@@ -48,7 +27,7 @@ export async function authenticate(store: Store, authorization: string | null, n
     throw new AppError("unauthorized", "Missing API key: send 'Authorization: Bearer <API key>'.", challenge);
   }
   if (match === null) throw new AppError("unauthorized", "Malformed Authorization header: expected 'Bearer <API key>'.", challenge);
-  const hash = await hashApiKey(match[1] as string);
+  const hash = await hashSecret(match[1] as string);
   const record = await store.getApiKeyByHash(hash);
   const invalid = { ...challenge, "www-authenticate": 'Bearer realm="tokenmint", error="invalid_token"' };
   if (record === undefined || !timingSafeEqual(record.hash, hash) || record.revokedAt !== undefined) {
@@ -75,7 +54,7 @@ export async function createApiKey(
     id: uuidv7(now),
     projectId,
     name,
-    hash: await hashApiKey(secret),
+    hash: await hashSecret(secret),
     createdAt: now,
     ...(expiresIn !== undefined ? { expiresAt: now + expiresIn * 1000 } : {}),
   };
@@ -85,7 +64,7 @@ export async function createApiKey(
 
 /** Registers the bootstrap key if its hash is not known yet; true when it was added. */
 export async function ensureBootstrapApiKey(store: Store, projectId: string, secret: string, now: number): Promise<boolean> {
-  if ((await store.getApiKeyByHash(await hashApiKey(secret))) !== undefined) return false;
+  if ((await store.getApiKeyByHash(await hashSecret(secret))) !== undefined) return false;
   try {
     await createApiKey(store, projectId, "bootstrap", now, undefined, secret);
     return true;

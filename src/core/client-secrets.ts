@@ -10,7 +10,7 @@
 import { base64url } from "jose";
 import { AppError } from "../errors.ts";
 import { StoreError, type ClientRecord, type ClientSecretRecord, type Store } from "../store/store.ts";
-import { hashSecret, timingSafeEqual } from "./api-keys.ts";
+import { hashSecret, timingSafeEqual } from "./secret-hash.ts";
 import { getClient } from "./clients.ts";
 import { uuidv7 } from "./ids.ts";
 

@@ -1,6 +1,6 @@
 /** core/client-secrets: the secret format, and matching a presented secret against the stored hashes. */
 import { describe, expect, test } from "bun:test";
-import { hashSecret } from "../../src/core/api-keys.ts";
+import { hashSecret } from "../../src/core/secret-hash.ts";
 import { clientSecretMatches, generateClientSecret, MAX_CLIENT_SECRETS } from "../../src/core/client-secrets.ts";
 import type { ClientRecord, ClientSecretRecord, Store } from "../../src/store/store.ts";
 

@@ -4,7 +4,7 @@
  * project, and behind the API key.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { hashSecret } from "../../src/core/api-keys.ts";
+import { hashSecret } from "../../src/core/secret-hash.ts";
 import { buildTestApp, createProviderAndClient, type TestApp } from "../helpers/app.ts";
 import { basic, createSecret, expectInvalidClient, tokenRequest } from "../oauth/support.ts";
 import { expectError, ISO_RE, json, UNKNOWN_ID, UUID_RE } from "./support.ts";

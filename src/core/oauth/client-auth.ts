@@ -39,7 +39,7 @@ export function parseBasicCredentials(authorization: string): { clientId: string
   if (match === null || (match[1] as string).length % 4 !== 0) throw invalidClient(MALFORMED_BASIC);
   let decoded: string;
   try {
-    decoded = new TextDecoder("utf-8", { fatal: true }).decode(Buffer.from(match[1] as string, "base64"));
+    decoded = new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(atob(match[1] as string), (c) => c.charCodeAt(0)));
   } catch {
     throw invalidClient(MALFORMED_BASIC);
   }
