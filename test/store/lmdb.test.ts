@@ -1,11 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { open } from "lmdb";
 import { openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import { tempDir } from "../helpers/app.ts";
 import { runStoreContract } from "./contract.ts";
-import { T0, apiKeyRecord, clientRecord, clientSecretRecord, keySetRecord, newProjectId, providerRecord, storeErrorKind } from "./fixtures.ts";
+import { T0, apiKeyRecord, clientRecord, keySetRecord, newProjectId, providerRecord, storeErrorKind } from "./fixtures.ts";
 
 runStoreContract("lmdb", async () => {
   const dir = tempDir("tokenmint-store-");
@@ -69,34 +68,6 @@ describe("lmdb store", () => {
       expect(await second.getApiKeyByHash("h")).toEqual(k);
       expect(await second.getKeySet(A)).toEqual(keySetRecord(A, 1));
       await second.close();
-    }));
-
-  test("opening data written before the client-id index adds the index of its clients", () =>
-    withDir(async (path) => {
-      const p = providerRecord(A, T0);
-      const old = clientRecord(p, T0 + 1, "old");
-      const fresh = clientRecord(p, T0 + 2, "fresh");
-      const first = openLmdbStore(path);
-      await first.createProvider(p);
-      await first.createClient(old);
-      await first.createClient(fresh);
-      await first.close();
-      // What an older build leaves: the client record without its index key.
-      const raw = open({ path: join(path, "tokenmint.mdb"), encoding: "json", compression: false });
-      await raw.remove(`clientid:${A}:${old.id}`);
-      expect(raw.get(`clientid:${A}:${fresh.id}`)).toBe(p.id);
-      await raw.close();
-
-      const second = openLmdbStore(path);
-      try {
-        expect(await second.getClientById(A, old.id)).toEqual(old);
-        expect(await second.getClientById(A, fresh.id)).toEqual(fresh);
-        expect(await second.getClient(A, p.id, old.id)).toEqual(old);
-        await second.createClientSecret(clientSecretRecord(old, T0 + 3, "h"), 2);
-        expect(await second.listClientSecrets(A, old.id)).toHaveLength(1);
-      } finally {
-        await second.close();
-      }
     }));
 
   test("two instances on one directory see each other's writes from their next turn", () =>

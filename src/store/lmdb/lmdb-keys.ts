@@ -15,8 +15,6 @@ export const key = {
   providersOf: (projectId: string) => `provider:${projectId}:`,
   client: (projectId: string, providerId: string, id: string) => `client:${projectId}:${providerId}:${id}`,
   clientsOf: (projectId: string, providerId: string) => `client:${projectId}:${providerId}:`,
-  /** Every client of every project (for the index upgrade). */
-  allClients: () => "client:",
   /** Client id → provider id, written and removed with the client: lookups by client id alone. */
   clientIndex: (projectId: string, id: string) => `clientid:${projectId}:${id}`,
   secret: (projectId: string, clientId: string, id: string) => `secret:${projectId}:${clientId}:${id}`,

@@ -27,7 +27,6 @@ import {
 } from "../store.ts";
 import { backupEnvironment, lmdbFileProblem } from "./lmdb-file.ts";
 import { key, rangeEnd } from "./lmdb-keys.ts";
-import { indexUnindexedClients } from "./lmdb-upgrade.ts";
 
 /** File name of the LMDB environment inside the data directory. */
 export const LMDB_FILE = "tokenmint.mdb";
@@ -37,12 +36,6 @@ export function openLmdbStore(dataDir: string): LmdbStore {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, LMDB_FILE);
   const db = open({ path, encoding: "json", compression: false }) as RootDatabase<unknown, string>;
-  try {
-    indexUnindexedClients(db);
-  } catch (error) {
-    void db.close();
-    throw error;
-  }
   return new LmdbStore(db, path, false);
 }
 
