@@ -53,9 +53,8 @@ const MAX_ATTEMPTS = 5;
 
 export class KeyService {
   readonly #o: KeyServiceOptions;
-  readonly #rings = new Map<string, KeyRing>();
-  /** The set each ring was built from (same version), for `status`. */
-  readonly #sets = new Map<string, KeySetRecord>();
+  /** Per loaded project: the ring and the stored set it was built from. */
+  readonly #loaded = new Map<string, { ring: KeyRing; set: KeySetRecord }>();
   #timer: ReturnType<typeof setInterval> | undefined;
   #ticking = false;
 
@@ -70,7 +69,7 @@ export class KeyService {
 
   /** The loaded ring of a project; throws `unavailable` if `load` never ran for it. */
   ring(projectId: string): KeyRing {
-    const ring = this.#rings.get(projectId);
+    const ring = this.#loaded.get(projectId)?.ring;
     if (ring === undefined) throw new AppError("unavailable", "Signing keys are not loaded yet.");
     return ring;
   }
@@ -79,8 +78,7 @@ export class KeyService {
   async load(projectId: string): Promise<KeyRing> {
     let set = await this.#o.store.getKeySet(projectId);
     if (set === undefined) set = await this.#createInitial(projectId);
-    this.#rings.set(projectId, await KeyRing.build(set, this.#o.masterKey));
-    this.#sets.set(projectId, set);
+    this.#loaded.set(projectId, { ring: await KeyRing.build(set, this.#o.masterKey), set });
     await this.#maintain(projectId);
     return this.ring(projectId);
   }
@@ -111,9 +109,8 @@ export class KeyService {
   /** Reloads the ring if the stored set changed since it was built. */
   async #refresh(projectId: string, set?: KeySetRecord): Promise<void> {
     const latest = set ?? (await this.#read(projectId));
-    if (this.#rings.get(projectId)?.version === latest.version) return;
-    this.#rings.set(projectId, await KeyRing.build(latest, this.#o.masterKey));
-    this.#sets.set(projectId, latest);
+    if (this.#loaded.get(projectId)?.set.version === latest.version) return;
+    this.#loaded.set(projectId, { ring: await KeyRing.build(latest, this.#o.masterKey), set: latest });
   }
 
   /**
@@ -203,7 +200,7 @@ export class KeyService {
    * never ran for it). Cheap enough for every metrics scrape.
    */
   status(projectId: string): KeySetStatus | undefined {
-    const set = this.#sets.get(projectId);
+    const set = this.#loaded.get(projectId)?.set;
     if (set === undefined) return undefined;
     return { jwksKeys: set.keys.length, nextRotationAt: scheduledRotationAt(set, this.#o.rotationPeriod, this.jwksMaxAge) };
   }
@@ -220,7 +217,7 @@ export class KeyService {
     if (this.#ticking) return;
     this.#ticking = true;
     try {
-      for (const projectId of this.#rings.keys()) {
+      for (const projectId of this.#loaded.keys()) {
         try {
           await this.#maintain(projectId);
         } catch (error) {
