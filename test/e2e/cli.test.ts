@@ -63,7 +63,7 @@ describe("apikeys", () => {
     const revoked = await cli(server, "apikeys", "revoke", created.id);
     expect(revoked.code).toBe(0);
     expect(revoked.stdout + revoked.stderr).not.toContain(secret);
-    await waitFor("the revoked key to be refused", async () => ((await api(server, secret, "GET", "/v1/providers")).status === 401 ? true : undefined), 1500);
+    await waitFor("the revoked key to be refused", async () => ((await api(server, secret, "GET", "/v1/providers")).status === 401 ? true : undefined), 1000);
     const after = await cliJson<{ items: ApiKeyJson[] }>(server, "apikeys", "list", "--json");
     expect(after.items[0]?.status).toBe("revoked");
   });
@@ -134,7 +134,7 @@ describe("keys", () => {
 
     const revoked = await cli(server, "keys", "revoke", current);
     expect(revoked.code).toBe(0);
-    await waitFor("the JWKS to drop the revoked kid", async () => (!(await jwksKids(server)).includes(current) ? true : undefined), 1500);
+    await waitFor("the JWKS to drop the revoked kid", async () => (!(await jwksKids(server)).includes(current) ? true : undefined), 1000);
 
     const apiKey = (await cliJson<ApiKeyJson>(server, "apikeys", "create", "--name", "keys", "--json")).key as string;
     const provider = (await (await api(server, apiKey, "POST", "/v1/providers", { name: "p" })).json()) as { id: string };
