@@ -17,6 +17,7 @@ import { oauthRoutes } from "./http/routes/oauth.ts";
 import { clientSecretRoutes } from "./http/routes/v1/client-secrets.ts";
 import { clientRoutes } from "./http/routes/v1/clients.ts";
 import { keyRoutes } from "./http/routes/v1/keys.ts";
+import { projectRoutes } from "./http/routes/v1/project.ts";
 import { providerRoutes } from "./http/routes/v1/providers.ts";
 import { tokenRoutes } from "./http/routes/v1/tokens.ts";
 import { wellKnownRoutes } from "./http/routes/well-known.ts";
@@ -30,6 +31,7 @@ export function routeTable(ctx: AppContext): RouteDef[] {
     ...clientSecretRoutes(ctx),
     ...tokenRoutes(ctx),
     ...keyRoutes(ctx),
+    ...projectRoutes(ctx),
     ...oauthRoutes(ctx),
     ...wellKnownRoutes(ctx),
     ...healthRoutes(ctx),

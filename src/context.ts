@@ -4,6 +4,7 @@
  * it to buildApp and the CLI; nothing reads globals or the environment after that.
  */
 import type { Config } from "./config/schema.ts";
+import type { ProjectDirectory } from "./core/project-directory.ts";
 import type { KeyService } from "./keys/key-service.ts";
 import type { Logger } from "./logging/logger.ts";
 import type { ServiceMetrics } from "./metrics/service-metrics.ts";
@@ -21,12 +22,14 @@ export interface AppContext {
   logger: Logger;
   store: Store;
   keys: KeyService;
+  /** Every project of the instance, resolved and indexed by host name. */
+  projects: ProjectDirectory;
   clock: Clock;
   /** The Prometheus metrics of this process (served only by `serve` with TOKENMINT_METRICS_PORT). */
   metrics: ServiceMetrics;
-  /** The project this instance serves (the default project). */
+  /** The default project: the one at the public URL, which the CLI manages unless told otherwise. */
   projectId: string;
-  /** The issuer of that project. */
+  /** The default project's issuer (the public URL). */
   issuer: string;
   /** Set while the process drains on SIGTERM: new requests get 503. */
   draining: boolean;

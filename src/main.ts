@@ -9,6 +9,7 @@ import { backupCommand } from "./cli/backup.ts";
 import { checkCommand } from "./cli/check.ts";
 import { HELP } from "./cli/help.ts";
 import { keysCommand } from "./cli/keys.ts";
+import { projectsCommand } from "./cli/projects.ts";
 import type { Output } from "./cli/output.ts";
 import { restoreCommand } from "./cli/restore.ts";
 import { serve } from "./cli/serve.ts";
@@ -29,7 +30,7 @@ const io: Output = {
 
 /** Commands on the data files themselves: they never open the context (it would create data or rotate keys). */
 const FILE_COMMANDS: Readonly<Record<string, typeof checkCommand>> = { backup: backupCommand, restore: restoreCommand, check: checkCommand };
-const COMMANDS = new Set(["serve", "apikeys", "keys", ...Object.keys(FILE_COMMANDS)]);
+const COMMANDS = new Set(["serve", "apikeys", "keys", "projects", ...Object.keys(FILE_COMMANDS)]);
 
 async function run(args: ParsedArgs): Promise<number> {
   const command = args.words[0];
@@ -56,6 +57,7 @@ async function run(args: ParsedArgs): Promise<number> {
   try {
     if (command === "serve") return await serve(ctx);
     if (command === "apikeys") await apikeysCommand(ctx, args, io);
+    else if (command === "projects") await projectsCommand(ctx, args, io);
     else await keysCommand(ctx, args, io);
     return 0;
   } finally {

@@ -6,6 +6,7 @@
  */
 import type { Config } from "./config/schema.ts";
 import { ensureBootstrapApiKey } from "./core/api-keys.ts";
+import { ProjectDirectory } from "./core/project-directory.ts";
 import { ensureDefaultProject } from "./core/projects.ts";
 import type { AppContext, Clock } from "./context.ts";
 import { KeyService } from "./keys/key-service.ts";
@@ -65,6 +66,8 @@ export async function openContext(config: Config, logger: Logger, clock: Clock):
     await checkFormat(store, config.dataDir);
     const projectId = await ensureDefaultProject(store, clock.now());
     const masterKey = await unlockMasterKey(store, config, logger);
+    const projects = new ProjectDirectory(store, config, projectId);
+    await projects.refresh();
     const keys = new KeyService({
       store,
       masterKey,
@@ -72,13 +75,21 @@ export async function openContext(config: Config, logger: Logger, clock: Clock):
       logger,
       signingAlg: config.signingAlg,
       rotationPeriod: config.keyRotationPeriod,
+      policy: (id) => {
+        const project = projects.get(id);
+        return { signingAlg: project.signingAlg, rotationPeriod: project.keyRotationPeriod };
+      },
+      projects: async () => {
+        await projects.refresh();
+        return projects.ids;
+      },
     });
-    await keys.load(projectId);
+    for (const id of projects.ids) await keys.load(id);
     if (config.bootstrapApiKey !== undefined && (await ensureBootstrapApiKey(store, projectId, config.bootstrapApiKey, clock.now()))) {
       logger.info("bootstrap API key registered");
     }
     const metrics = createServiceMetrics({ ...processSources(), keyStatus: () => keys.status(projectId), now: () => clock.now() });
-    return { config, logger, store, keys, clock, metrics, projectId, issuer: config.publicUrl, draining: false };
+    return { config, logger, store, keys, projects, clock, metrics, projectId, issuer: config.publicUrl, draining: false };
   } catch (error) {
     await store.close();
     throw error;

@@ -5,6 +5,7 @@ import type { AppContext } from "../context.ts";
 import type { ApiKeyRecord } from "../store/store.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
 import { iso, table, type Output } from "./output.ts";
+import { targetProject } from "./projects.ts";
 
 const status = (key: ApiKeyRecord, now: number) =>
   key.revokedAt !== undefined ? "revoked" : key.expiresAt !== undefined && key.expiresAt <= now ? "expired" : "active";
@@ -22,13 +23,14 @@ export async function apikeysCommand(ctx: AppContext, args: ParsedArgs, io: Outp
   const [, action, target] = args.words;
   const asJson = args.switches.has("--json");
   const now = ctx.clock.now();
+  const projectId = await targetProject(ctx, args);
   switch (action) {
     case "create": {
       const name = args.values["--name"]?.trim();
       if (!name || name.length > 200 || /[\x00-\x1f\x7f]/.test(name)) throw new UsageError("--name must be 1 to 200 characters without control characters");
       const rawExpiry = args.values["--expires-in"];
       if (rawExpiry !== undefined && !/^[1-9]\d{0,9}$/.test(rawExpiry)) throw new UsageError("--expires-in must be a positive number of seconds");
-      const { record, secret } = await createApiKey(ctx.store, ctx.projectId, name, now, rawExpiry === undefined ? undefined : Number(rawExpiry));
+      const { record, secret } = await createApiKey(ctx.store, projectId, name, now, rawExpiry === undefined ? undefined : Number(rawExpiry));
       if (asJson) io.out(JSON.stringify({ ...json(record, now), key: secret }));
       else {
         io.err(`Created API key ${record.id} (${name}). It is shown only once:`);
@@ -37,14 +39,14 @@ export async function apikeysCommand(ctx: AppContext, args: ParsedArgs, io: Outp
       return;
     }
     case "list": {
-      const keys = await ctx.store.listApiKeys(ctx.projectId);
+      const keys = await ctx.store.listApiKeys(projectId);
       if (asJson) io.out(JSON.stringify({ items: keys.map((k) => json(k, now)) }));
       else io.out(table(["ID", "NAME", "STATUS", "CREATED", "EXPIRES"], keys.map((k) => [k.id, k.name, status(k, now), iso(k.createdAt), iso(k.expiresAt)])));
       return;
     }
     case "revoke": {
       if (target === undefined || !isUuid(target)) throw new UsageError("usage: tokenmint apikeys revoke ID (the id from 'apikeys list')");
-      const record = await revokeApiKey(ctx.store, ctx.projectId, target, now);
+      const record = await revokeApiKey(ctx.store, projectId, target, now);
       if (asJson) io.out(JSON.stringify(json(record, now)));
       else io.out(`Revoked API key ${record.id} (${record.name}).`);
       return;

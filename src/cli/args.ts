@@ -4,7 +4,21 @@
  */
 
 /** Flags that take a value. */
-const VALUE_FLAGS = new Set(["--host", "--port", "--public-url", "--data-dir", "--name", "--expires-in"]);
+const VALUE_FLAGS = new Set([
+  "--host",
+  "--port",
+  "--public-url",
+  "--base-domain",
+  "--data-dir",
+  "--name",
+  "--expires-in",
+  "--project",
+  "--slug",
+  "--signing-alg",
+  "--key-rotation-period",
+  "--default-token-lifetime",
+  "--custom-domain",
+]);
 const BOOLEAN_FLAGS = new Set(["--json", "--help", "-h", "--version", "-v"]);
 
 /** A mistake in how the command was called (exit code 2). */

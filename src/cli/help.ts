@@ -14,6 +14,9 @@ Commands:
                               Create a management API key (printed once)
   apikeys list                List API keys (never their secrets)
   apikeys revoke ID           Revoke an API key
+  projects create --slug SLUG [--name NAME] [--signing-alg ALG] [--custom-domain HOST]
+                              Create a project, served at <slug>.<base domain>
+  projects list               List the projects with their issuers
   keys list                   List signing keys (public metadata)
   keys rotate                 Promote the next signing key now
   keys revoke KID             Revoke a signing key: it leaves the JWKS at once
@@ -22,6 +25,7 @@ Commands:
   check                       Verify settings, data and master key; show the keys
 
 Options:
+  --project SLUG|ID           The project apikeys and keys act on (default: the default project)
   --json                      Machine-readable output (every command but serve)
   --help, -h                  Help for a command: tokenmint <command> --help
   --version, -v               Print version and commit
@@ -45,14 +49,30 @@ ${SETTINGS_HELP}`,
   tokenmint apikeys create --name NAME [--expires-in SECONDS] [--json]
   tokenmint apikeys list [--json]
   tokenmint apikeys revoke ID [--json]
+  (each with --project SLUG|ID for a project other than the default one)
 
 Management API keys authenticate /v1 calls as 'Authorization: Bearer <key>'. The key is printed
 once by 'create' (alone on stdout, so KEY=$(tokenmint apikeys create --name ci) works); only its
 SHA-256 hash is stored. Takes --data-dir like serve.`,
+  projects: `Usage:
+  tokenmint projects create --slug SLUG [--name NAME] [--signing-alg RS256|ES256|EdDSA]
+        [--key-rotation-period SECONDS] [--default-token-lifetime SECONDS]
+        [--custom-domain HOST] [--json]
+  tokenmint projects list [--json]
+
+One instance serves many projects, each with its own signing keys, API keys, providers, clients
+and issuer. The default project lives at TOKENMINT_PUBLIC_URL; every other project at
+<scheme>://<slug>.<base domain> (TOKENMINT_BASE_DOMAIN), and also at its custom domain if set.
+Discovery, JWKS and /oauth/ requests are routed by their Host header. Settings left out follow
+the instance's TOKENMINT_SIGNING_ALG and TOKENMINT_KEY_ROTATION_PERIOD (token lifetime: 3600).
+Create the project's first API key with 'tokenmint apikeys create --project SLUG --name NAME';
+that key manages the project through /v1 (GET/PATCH /v1/project changes its settings).
+A running server serves a new project within a second. Takes --data-dir like serve.`,
   keys: `Usage:
   tokenmint keys list [--json]
   tokenmint keys rotate [--json]
   tokenmint keys revoke KID [--json]
+  (each with --project SLUG|ID for a project other than the default one)
 
 Signing keys move next -> current -> retired -> removed. 'rotate' promotes the next key (it must
 have been published for the JWKS max-age first); 'revoke' removes a key from the JWKS at once.

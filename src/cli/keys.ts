@@ -4,6 +4,7 @@ import { keyView } from "../http/views.ts";
 import type { KeyView } from "../keys/key-service.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
 import { iso, table, type Output } from "./output.ts";
+import { targetProject } from "./projects.ts";
 
 function show(keys: KeyView[], asJson: boolean, io: Output): void {
   if (asJson) io.out(JSON.stringify({ items: keys.map(keyView) }));
@@ -20,14 +21,15 @@ function show(keys: KeyView[], asJson: boolean, io: Output): void {
 export async function keysCommand(ctx: AppContext, args: ParsedArgs, io: Output): Promise<void> {
   const [, action, target] = args.words;
   const asJson = args.switches.has("--json");
+  const projectId = await targetProject(ctx, args);
   switch (action) {
     case "list":
-      return show(await ctx.keys.list(ctx.projectId), asJson, io);
+      return show(await ctx.keys.list(projectId), asJson, io);
     case "rotate":
-      return show(await ctx.keys.rotate(ctx.projectId), asJson, io);
+      return show(await ctx.keys.rotate(projectId), asJson, io);
     case "revoke":
       if (target === undefined) throw new UsageError("usage: tokenmint keys revoke KID (the kid from 'keys list')");
-      return show(await ctx.keys.revoke(ctx.projectId, target), asJson, io);
+      return show(await ctx.keys.revoke(projectId, target), asJson, io);
     default:
       throw new UsageError(`unknown keys command '${action ?? ""}': use list, rotate or revoke`);
   }

@@ -17,6 +17,7 @@ export interface Config {
   host: string;
   port: number;
   publicUrl: string;
+  baseDomain: string;
   dataDir: string;
   masterKey: string | undefined;
   masterKeyFile: string | undefined;
@@ -51,6 +52,13 @@ function integerIn(name: string, raw: string, min: number, max: number): number 
   const value = Number(raw.trim());
   if (value < min || value > max) return problem(`${name} must be from ${min} to ${max}, got ${value}`);
   return value;
+}
+
+/** A DNS host name (letters, digits, hyphens; dot-separated labels) with an optional `:port`. */
+export function isHostName(value: string): boolean {
+  const match = /^([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*)(?::(\d{1,5}))?$/.exec(value);
+  if (match === null || (match[1] as string).length > 253) return false;
+  return match[2] === undefined || (Number(match[2]) >= 1 && Number(match[2]) <= 65535);
 }
 
 function oneOf<T extends string>(name: string, allowed: readonly T[], raw: string): T | { problem: string } {
@@ -94,6 +102,19 @@ export const SETTINGS: readonly Setting[] = [
         return problem("TOKENMINT_PUBLIC_URL must not carry a query, fragment or credentials");
       }
       return url.href.replace(/\/+$/, "");
+    },
+  },
+  {
+    key: "baseDomain",
+    env: "TOKENMINT_BASE_DOMAIN",
+    flag: "--base-domain",
+    defaultText: "the host (and port) of TOKENMINT_PUBLIC_URL",
+    description:
+      "Domain under which every project has its own host, `<slug>.<base domain>` (with TOKENMINT_PUBLIC_URL's scheme): its issuer, discovery, JWKS and OAuth endpoints. May carry a port. The default project stays at TOKENMINT_PUBLIC_URL.",
+    parse: (raw, partial) => {
+      if (raw === undefined || raw.trim() === "") return new URL(partial.publicUrl ?? "http://localhost:8080").host;
+      const value = raw.trim().toLowerCase();
+      return isHostName(value) ? value : problem(`TOKENMINT_BASE_DOMAIN must be a host name with an optional port, got '${raw}'`);
     },
   },
   {

@@ -9,10 +9,12 @@ import type { TokenTyp } from "../keys/key-ring.ts";
 import type { ClientRecord } from "../store/store.ts";
 import { buildAccessTokenClaims, epochSeconds, type AccessTokenClaims } from "./tokens.ts";
 
-/** What issuing needs from the context: keys, metrics, clock and the issuer. */
-export type TokenIssuer = Pick<AppContext, "keys" | "metrics" | "clock" | "issuer">;
+/** What issuing needs from the context: keys, metrics and the clock. */
+export type TokenIssuer = Pick<AppContext, "keys" | "metrics" | "clock">;
 
 export interface AccessTokenOptions {
+  /** The `iss` claim: the project's URL, custom domain, or the host the request came to. */
+  issuer: string;
   /** Lifetime in seconds (see tokenLifetime). */
   lifetime: number;
   audienceAsArray: boolean;
@@ -34,7 +36,7 @@ export async function issueAccessToken(
 ): Promise<IssuedAccessToken> {
   const signer = issuer.keys.ring(projectId);
   const claims = buildAccessTokenClaims({
-    issuer: issuer.issuer,
+    issuer: options.issuer,
     clientId: client.id,
     audience: client.audience,
     audienceAsArray: options.audienceAsArray,

@@ -1,10 +1,19 @@
 /**
  * @module core/projects
- * Projects own keys, API keys, providers and clients. This release runs one default project,
- * created on first start; its issuer is the configured public URL.
+ * Projects own keys, API keys, providers and clients; one instance serves many. The default
+ * project is created on first start and lives at the configured public URL. Every other project
+ * has its own host, `<slug>.<base domain>`, and any project may add a custom domain. A project's
+ * settings (signing algorithm, rotation period, default token lifetime) fall back to the
+ * instance's configuration while unset.
  */
-import type { Store } from "../store/store.ts";
+import { isHostName, type Config, type SigningAlg } from "../config/schema.ts";
+import { AppError } from "../errors.ts";
+import type { ProjectRecord, ProjectSettings, Store } from "../store/store.ts";
 import { uuidv7 } from "./ids.ts";
+import { DEFAULT_TOKEN_LIFETIME_S, MAX_TOKEN_LIFETIME_S } from "./tokens.ts";
+
+/** The slug the default project answers to under the base domain. */
+export const DEFAULT_PROJECT_SLUG = "default";
 
 /** Returns the id of the default project, creating it on first start (safe against a racing process). */
 export async function ensureDefaultProject(store: Store, now: number): Promise<string> {
@@ -16,3 +25,158 @@ export async function ensureDefaultProject(store: Store, now: number): Promise<s
   }
   return id;
 }
+
+/** What the instance configuration contributes to every project. */
+export type InstanceSettings = Pick<Config, "publicUrl" | "baseDomain" | "signingAlg" | "keyRotationPeriod">;
+
+/** A project with its settings resolved: what routes, tokens and the key service use. */
+export interface ResolvedProject {
+  id: string;
+  name: string;
+  slug: string;
+  isDefault: boolean;
+  signingAlg: SigningAlg;
+  keyRotationPeriod: number;
+  defaultTokenLifetime: number;
+  customDomain: string | undefined;
+  /** The project's own URL: the public URL for the default project, else `<scheme>://<slug>.<base domain>`. */
+  url: string;
+  /** `<scheme>://<custom domain>` when a custom domain is set. */
+  customUrl: string | undefined;
+  /** The `iss` of tokens issued by the management API: the custom domain's URL if set, else `url`. */
+  issuer: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export function resolveProject(record: ProjectRecord, instance: InstanceSettings, defaultProjectId: string): ResolvedProject {
+  const isDefault = record.id === defaultProjectId;
+  const scheme = new URL(instance.publicUrl).protocol;
+  const slug = record.slug ?? DEFAULT_PROJECT_SLUG;
+  const url = isDefault ? instance.publicUrl : `${scheme}//${slug}.${instance.baseDomain}`;
+  const customUrl = record.customDomain === undefined ? undefined : `${scheme}//${record.customDomain}`;
+  return {
+    id: record.id,
+    name: record.name,
+    slug,
+    isDefault,
+    signingAlg: record.signingAlg ?? instance.signingAlg,
+    keyRotationPeriod: record.keyRotationPeriod ?? instance.keyRotationPeriod,
+    defaultTokenLifetime: record.defaultTokenLifetime ?? DEFAULT_TOKEN_LIFETIME_S,
+    customDomain: record.customDomain,
+    url,
+    customUrl,
+    issuer: customUrl ?? url,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt ?? record.createdAt,
+  };
+}
+
+/** The issuer a token of `project` carries: its custom domain's, unless `forceDefaultDomain`. */
+export const tokenIssuer = (project: ResolvedProject, forceDefaultDomain: boolean): string =>
+  forceDefaultDomain ? project.url : project.issuer;
+
+/** A slug problem, or undefined: a DNS label of 1-63 lowercase letters, digits and inner hyphens. */
+export function slugProblem(slug: string): string | undefined {
+  if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(slug)) {
+    return "slug must be a DNS label: 1 to 63 lowercase letters, digits and hyphens, not starting or ending with a hyphen";
+  }
+  if (slug === DEFAULT_PROJECT_SLUG) return `slug '${DEFAULT_PROJECT_SLUG}' is reserved for the default project`;
+  return undefined;
+}
+
+/** Lowercases a custom domain and checks it; returns the problem as a string. */
+export function normalizeCustomDomain(raw: string, instance: InstanceSettings): string | { problem: string } {
+  const domain = raw.trim().toLowerCase().replace(/\.$/, "");
+  if (!isHostName(domain)) return { problem: "customDomain must be a host name with an optional port, like auth.example.com" };
+  const own = [new URL(instance.publicUrl).host, instance.baseDomain];
+  if (own.includes(domain) || domain.endsWith(`.${instance.baseDomain}`)) {
+    return { problem: `customDomain must not be the instance's own host or a host under the base domain ${instance.baseDomain}` };
+  }
+  return domain;
+}
+
+/** A change of a project's settings, as `PATCH /v1/project` and `projects create` take it. */
+export interface ProjectChange {
+  name?: string;
+  signingAlg?: SigningAlg;
+  keyRotationPeriod?: number;
+  defaultTokenLifetime?: number;
+  /** A host name, or null to remove the custom domain. */
+  customDomain?: string | null;
+}
+
+/** Checks a change field by field; throws `invalid_request` naming the field. */
+function applyChange(record: ProjectRecord, change: ProjectChange, instance: InstanceSettings): ProjectRecord {
+  const next: ProjectRecord = { ...record };
+  if (change.name !== undefined) {
+    const name = change.name.trim();
+    if (name.length < 1 || name.length > 200 || /[\x00-\x1f\x7f]/.test(name)) {
+      throw new AppError("invalid_request", "name must be 1 to 200 characters without control characters.");
+    }
+    next.name = name;
+  }
+  if (change.signingAlg !== undefined) next.signingAlg = change.signingAlg;
+  if (change.keyRotationPeriod !== undefined) {
+    const period = change.keyRotationPeriod;
+    if (!Number.isInteger(period) || period < 0 || period > 31_536_000 || (period > 0 && period < 60)) {
+      throw new AppError("invalid_request", "keyRotationPeriod must be 0 (off) or a whole number of seconds from 60 to 31536000.");
+    }
+    next.keyRotationPeriod = period;
+  }
+  if (change.defaultTokenLifetime !== undefined) {
+    const lifetime = change.defaultTokenLifetime;
+    if (!Number.isInteger(lifetime) || lifetime < 1 || lifetime > MAX_TOKEN_LIFETIME_S) {
+      throw new AppError("invalid_request", `defaultTokenLifetime must be a whole number of seconds from 1 to ${MAX_TOKEN_LIFETIME_S}.`);
+    }
+    next.defaultTokenLifetime = lifetime;
+  }
+  if (change.customDomain === null) delete next.customDomain;
+  else if (change.customDomain !== undefined) {
+    const domain = normalizeCustomDomain(change.customDomain, instance);
+    if (typeof domain !== "string") throw new AppError("invalid_request", `${domain.problem}.`);
+    next.customDomain = domain;
+  }
+  return next;
+}
+
+const storeClash = (error: unknown): never => {
+  const kind = (error as { kind?: string }).kind;
+  if (kind === "conflict" || kind === "already_exists") throw new AppError("conflict", `${(error as Error).message}.`);
+  throw error;
+};
+
+/** Creates a project; `conflict` when the slug or custom domain is taken. */
+export async function createProject(
+  store: Store,
+  input: { slug: string } & ProjectChange & { name: string },
+  instance: InstanceSettings,
+  now: number,
+): Promise<ProjectRecord> {
+  const problem = slugProblem(input.slug);
+  if (problem !== undefined) throw new AppError("invalid_request", `${problem}.`);
+  const record = applyChange({ id: uuidv7(now), name: "", slug: input.slug, createdAt: now, updatedAt: now }, input, instance);
+  await store.createProject(record).catch(storeClash);
+  return record;
+}
+
+/** Applies `change` to the project; `conflict` when the custom domain belongs to another project. */
+export async function updateProject(store: Store, projectId: string, change: ProjectChange, instance: InstanceSettings, now: number): Promise<ProjectRecord> {
+  if (Object.values(change).every((value) => value === undefined)) {
+    throw new AppError("invalid_request", "Send at least one of name, signingAlg, keyRotationPeriod, defaultTokenLifetime, customDomain.");
+  }
+  return store
+    .updateProject(projectId, (current) => ({ ...applyChange(current, change, instance), updatedAt: now }))
+    .catch((error: { kind?: string }) => {
+      if (error.kind === "not_found") throw new AppError("not_found", "The project no longer exists.");
+      return storeClash(error);
+    });
+}
+
+/** The settings a record sets itself, without the instance defaults (for display). */
+export const ownSettings = (record: ProjectRecord): ProjectSettings => ({
+  signingAlg: record.signingAlg,
+  keyRotationPeriod: record.keyRotationPeriod,
+  defaultTokenLifetime: record.defaultTokenLifetime,
+  customDomain: record.customDomain,
+});

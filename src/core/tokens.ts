@@ -7,9 +7,15 @@
 /** Lifetime when a request omits `expiresIn` or sends 0, in seconds. */
 export const DEFAULT_TOKEN_LIFETIME_S = 3600;
 
-/** The lifetime to issue for a requested `expiresIn` (already validated to 0..172800). */
-export const tokenLifetime = (expiresIn: number | undefined): number =>
-  expiresIn === undefined || expiresIn === 0 ? DEFAULT_TOKEN_LIFETIME_S : expiresIn;
+/** Longest lifetime a token may be issued for (48 h), in seconds. */
+export const MAX_TOKEN_LIFETIME_S = 172_800;
+
+/**
+ * The lifetime to issue for a requested `expiresIn` (already validated to 0..172800): omitted or
+ * 0 means the project's default lifetime.
+ */
+export const tokenLifetime = (expiresIn: number | undefined, defaultLifetime = DEFAULT_TOKEN_LIFETIME_S): number =>
+  expiresIn === undefined || expiresIn === 0 ? defaultLifetime : expiresIn;
 
 export interface AccessTokenInput {
   issuer: string;

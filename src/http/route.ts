@@ -59,3 +59,9 @@ export function matchPath(routes: readonly Pick<RouteDef, "method" | "path">[], 
  * form `{error, error_description}`; body-parser.ts, error-handler.ts and openapi.ts decide by this.
  */
 export const isOAuthPath = (pathname: string) => pathname === "/oauth" || pathname.startsWith("/oauth/");
+
+/**
+ * The host a request was sent to: its `Host` header (what Bun.serve also builds `request.url`
+ * from), else the URL's host for requests built in-process. `X-Forwarded-Host` is never read.
+ */
+export const requestHost = (request: Request): string => request.headers.get("host") ?? new URL(request.url).host;

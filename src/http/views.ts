@@ -3,10 +3,12 @@
  * Records to wire shapes: each copies exactly the fields its response schema lists (timestamps
  * as ISO 8601 UTC). With response validation strict, a field added here by mistake fails closed.
  */
+import type { ResolvedProject } from "../core/projects.ts";
 import type { KeyView } from "../keys/key-service.ts";
 import type { ClientSecretInfo } from "../schemas/client-secrets.ts";
 import type { Client } from "../schemas/clients.ts";
 import type { KeyInfo } from "../schemas/keys.ts";
+import type { Project } from "../schemas/projects.ts";
 import type { Provider } from "../schemas/providers.ts";
 import type { ClientRecord, ClientSecretRecord, ProviderRecord } from "../store/store.ts";
 
@@ -31,3 +33,17 @@ export function keyView(k: KeyView): KeyInfo {
   if (k.removedFromJwksAt !== undefined) view.removedFromJwksAt = isoTime(k.removedFromJwksAt);
   return view;
 }
+
+export const projectView = (p: ResolvedProject): Project => ({
+  id: p.id,
+  name: p.name,
+  slug: p.slug,
+  url: p.url,
+  customDomain: p.customDomain ?? null,
+  issuer: p.issuer,
+  signingAlg: p.signingAlg,
+  keyRotationPeriod: p.keyRotationPeriod,
+  defaultTokenLifetime: p.defaultTokenLifetime,
+  createdAt: isoTime(p.createdAt),
+  updatedAt: isoTime(p.updatedAt),
+});

@@ -12,7 +12,18 @@ import type { Logger } from "../logging/logger.ts";
 import type { KeySetRecord, KeyState, SigningKeyRecord, Store } from "../store/store.ts";
 import { generateSigningKey } from "./generate.ts";
 import { KeyRing } from "./key-ring.ts";
-import { byLifecycleOrder, initialKeySet, jwksMaxAge, nextKeyReadyAt, pruneKeySet, revokeKey, rotateKeySet, scheduledRotationAt } from "./lifecycle.ts";
+import {
+  byLifecycleOrder,
+  initialKeySet,
+  jwksMaxAge,
+  keysByState,
+  nextKeyReadyAt,
+  pruneKeySet,
+  replaceNextKey,
+  revokeKey,
+  rotateKeySet,
+  scheduledRotationAt,
+} from "./lifecycle.ts";
 
 /** Public metadata of one key, as `GET /v1/keys` and `keys list` show it. */
 export type KeyView = Pick<SigningKeyRecord, "kid" | "alg" | "state" | "createdAt" | "activatesAt" | "retiredAt" | "removedFromJwksAt">;
@@ -35,6 +46,18 @@ export interface KeyServiceOptions {
   masterKey: CryptoKey;
   now: () => number;
   logger: Logger;
+  /** Algorithm of new keys of a project without a policy of its own. */
+  signingAlg: SigningAlg;
+  /** Seconds between automatic rotations; 0 = off. For projects without a policy of their own. */
+  rotationPeriod: number;
+  /** A project's own algorithm and rotation period (read at every use, so a change applies at the next tick). */
+  policy?: (projectId: string) => KeyPolicy;
+  /** The projects to keep loaded, asked at every tick: new ones are loaded, vanished ones dropped. */
+  projects?: () => Promise<readonly string[]>;
+}
+
+/** How a project's keys are generated and rotated. */
+export interface KeyPolicy {
   signingAlg: SigningAlg;
   /** Seconds between automatic rotations; 0 = off. */
   rotationPeriod: number;
@@ -62,9 +85,13 @@ export class KeyService {
     this.#o = options;
   }
 
-  /** JWKS `Cache-Control` max-age in seconds. */
-  get jwksMaxAge(): number {
-    return jwksMaxAge(this.#o.rotationPeriod);
+  #policy(projectId: string): KeyPolicy {
+    return this.#o.policy?.(projectId) ?? { signingAlg: this.#o.signingAlg, rotationPeriod: this.#o.rotationPeriod };
+  }
+
+  /** JWKS `Cache-Control` max-age of a project's key set, in seconds. */
+  jwksMaxAge(projectId: string): number {
+    return jwksMaxAge(this.#policy(projectId).rotationPeriod);
   }
 
   /** The loaded ring of a project; throws `unavailable` if `load` never ran for it. */
@@ -97,7 +124,7 @@ export class KeyService {
   }
 
   #generate(projectId: string, state: KeyState): Promise<SigningKeyRecord> {
-    return generateSigningKey(projectId, this.#o.signingAlg, this.#o.masterKey, this.#o.now(), state);
+    return generateSigningKey(projectId, this.#policy(projectId).signingAlg, this.#o.masterKey, this.#o.now(), state);
   }
 
   async #read(projectId: string): Promise<KeySetRecord> {
@@ -133,28 +160,43 @@ export class KeyService {
     throw new AppError("conflict", "The key set changed concurrently too often; retry.");
   }
 
-  /** Rotation by the timer, a missed one included, and removal of expired retired keys. */
+  /**
+   * Rotation by the timer, a missed one included, removal of expired retired keys, and a new
+   * next key when the project's algorithm changed (the next key has never signed, so replacing it
+   * is safe; the new one is published for the JWKS max-age before it may sign).
+   */
   async #maintain(projectId: string): Promise<void> {
     let pending: Promise<SigningKeyRecord> | undefined;
     // What the attempt that finally swapped did; logged only after the swap succeeded, so a
     // process that lost the race does not report a rotation it did not make.
-    let outcome: { rotated: boolean; removed: number } = { rotated: false, removed: 0 };
+    let outcome = { removed: 0 } as "rotated" | "replaced" | { removed: number };
     const written = await this.#swap(projectId, async (set) => {
       const now = this.#o.now();
-      const due = scheduledRotationAt(set, this.#o.rotationPeriod, this.jwksMaxAge);
+      const policy = this.#policy(projectId);
+      const maxAge = jwksMaxAge(policy.rotationPeriod);
+      if (keysByState(set).next.alg !== policy.signingAlg) {
+        pending ??= this.#generate(projectId, "next");
+        const key = await pending;
+        if (key.alg !== policy.signingAlg) return undefined; // the policy changed meanwhile; the next tick retries
+        outcome = "replaced";
+        return replaceNextKey(set, { ...key, createdAt: now });
+      }
+      const due = scheduledRotationAt(set, policy.rotationPeriod, maxAge);
       if (due !== undefined && now >= due) {
         pending ??= this.#generate(projectId, "next");
-        const rotated = rotateKeySet(set, await pending, now, this.jwksMaxAge);
+        const rotated = rotateKeySet(set, await pending, now, maxAge);
         if ("readyAt" in rotated) return undefined;
-        outcome = { rotated: true, removed: 0 };
+        outcome = "rotated";
         return pruneKeySet(rotated, now) ?? rotated;
       }
       const pruned = pruneKeySet(set, now);
-      outcome = { rotated: false, removed: pruned === undefined ? 0 : set.keys.length - pruned.keys.length };
+      outcome = { removed: pruned === undefined ? 0 : set.keys.length - pruned.keys.length };
       return pruned;
     });
     if (written === undefined) return;
-    if (outcome.rotated) this.#o.logger.info("signing key rotated", { kid: written.keys.find((k) => k.state === "current")?.kid, reason: "scheduled" });
+    const { current, next } = keysByState(written);
+    if (outcome === "rotated") this.#o.logger.info("signing key rotated", { kid: current.kid, reason: "scheduled" });
+    else if (outcome === "replaced") this.#o.logger.info("next signing key replaced for a new algorithm", { kid: next.kid, alg: next.alg });
     else if (outcome.removed > 0) this.#o.logger.info("retired signing keys removed", { count: outcome.removed });
   }
 
@@ -163,16 +205,17 @@ export class KeyService {
     // Generated only once the rotation is allowed, and reused if the swap has to be retried.
     let pending: Promise<SigningKeyRecord> | undefined;
     await this.#swap(projectId, async (set) => {
-      const readyAt = nextKeyReadyAt(set, this.jwksMaxAge);
+      const maxAge = this.jwksMaxAge(projectId);
+      const readyAt = nextKeyReadyAt(set, maxAge);
       if (this.#o.now() < readyAt) {
         throw new AppError(
           "conflict",
-          `The next key has been published for less than the JWKS max-age (${this.jwksMaxAge} s); rotate again after ${new Date(readyAt).toISOString()}.`,
+          `The next key has been published for less than the JWKS max-age (${maxAge} s); rotate again after ${new Date(readyAt).toISOString()}.`,
         );
       }
       pending ??= this.#generate(projectId, "next");
       const now = this.#o.now();
-      const rotated = rotateKeySet(set, { ...(await pending), createdAt: now }, now, this.jwksMaxAge);
+      const rotated = rotateKeySet(set, { ...(await pending), createdAt: now }, now, maxAge);
       if ("readyAt" in rotated) throw new Error("rotation refused after its readiness check");
       return rotated;
     });
@@ -202,21 +245,30 @@ export class KeyService {
   status(projectId: string): KeySetStatus | undefined {
     const set = this.#loaded.get(projectId)?.set;
     if (set === undefined) return undefined;
-    return { jwksKeys: set.keys.length, nextRotationAt: scheduledRotationAt(set, this.#o.rotationPeriod, this.jwksMaxAge) };
+    return { jwksKeys: set.keys.length, nextRotationAt: this.#nextRotation(projectId, set) };
   }
 
   /** Public metadata of every key of the project. */
   async list(projectId: string): Promise<KeyView[]> {
     const set = await this.#read(projectId);
-    return keyViews(set, scheduledRotationAt(set, this.#o.rotationPeriod, this.jwksMaxAge));
+    return keyViews(set, this.#nextRotation(projectId, set));
+  }
+
+  #nextRotation(projectId: string, set: KeySetRecord): number | undefined {
+    const { rotationPeriod } = this.#policy(projectId);
+    return scheduledRotationAt(set, rotationPeriod, jwksMaxAge(rotationPeriod));
   }
 
 
-  /** One maintenance pass over every loaded project: pick up outside changes, rotate, prune. */
+  /**
+   * One maintenance pass: load projects created meanwhile (drop deleted ones), then for every
+   * loaded project pick up outside changes, rotate, prune.
+   */
   async tick(): Promise<void> {
     if (this.#ticking) return;
     this.#ticking = true;
     try {
+      if (this.#o.projects !== undefined) await this.#syncProjects(await this.#o.projects());
       for (const projectId of this.#loaded.keys()) {
         try {
           await this.#maintain(projectId);
@@ -226,6 +278,18 @@ export class KeyService {
       }
     } finally {
       this.#ticking = false;
+    }
+  }
+
+  async #syncProjects(ids: readonly string[]): Promise<void> {
+    for (const projectId of this.#loaded.keys()) if (!ids.includes(projectId)) this.#loaded.delete(projectId);
+    for (const projectId of ids) {
+      if (this.#loaded.has(projectId)) continue;
+      try {
+        await this.load(projectId);
+      } catch (error) {
+        this.#o.logger.error("loading a project's signing keys failed", { error: (error as Error).message });
+      }
     }
   }
 

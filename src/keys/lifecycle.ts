@@ -105,6 +105,15 @@ export function revokeKey(set: KeySetRecord, kid: string, replacement: SigningKe
   };
 }
 
+/**
+ * Publishes `replacement` as the next key instead of the current next key, which has never
+ * signed (used when the project's algorithm changes). The replacement waits the JWKS max-age from
+ * its `createdAt` before it may sign, like any next key.
+ */
+export function replaceNextKey(set: KeySetRecord, replacement: SigningKeyRecord): KeySetRecord {
+  return { ...set, version: set.version + 1, keys: [...set.keys.filter((k) => k.state !== "next"), { ...replacement, state: "next" }] };
+}
+
 /** Drops retired keys whose last token has expired; undefined when nothing changes. */
 export function pruneKeySet(set: KeySetRecord, now: number): KeySetRecord | undefined {
   const keys = set.keys.filter((k) => k.state !== "retired" || (k.removedFromJwksAt ?? Infinity) > now);

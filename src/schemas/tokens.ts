@@ -10,13 +10,13 @@ export const TokenRequest = Type.Object(
       Type.Integer({
         minimum: 0,
         maximum: 172800,
-        description: "Lifetime in seconds, 1 to 172800 (48 h). Omitted or 0 means 3600.",
-        errorMessage: "must be a whole number of seconds from 1 to 172800 (0 or omitted means 3600)",
+        description: "Lifetime in seconds, 1 to 172800 (48 h). Omitted or 0 means the project's default lifetime (3600 unless the project sets another).",
+        errorMessage: "must be a whole number of seconds from 1 to 172800 (0 or omitted means the default lifetime)",
       }),
     ),
     useJwtType: flag("When true the JWT header `typ` is `JWT` instead of `at+jwt`."),
     audienceAsArray: flag("When true the `aud` claim is a one-element array instead of a string."),
-    forceDefaultDomain: flag("When true the issuer is the project's default URL even if a custom domain is set."),
+    forceDefaultDomain: flag("When true the `iss` is the project's own URL even if the project has a custom domain (both serve the same keys)."),
   },
   { additionalProperties: false },
 );

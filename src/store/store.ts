@@ -20,10 +20,30 @@ export class StoreError extends Error {
   }
 }
 
-export interface ProjectRecord {
+/**
+ * A project's own settings. An absent field means "the instance default" (the configured signing
+ * algorithm and rotation period, the contract's 3600 s token lifetime, no custom domain).
+ */
+export interface ProjectSettings {
+  signingAlg?: SigningAlg;
+  /** Seconds between automatic rotations; 0 = off. */
+  keyRotationPeriod?: number;
+  /** Lifetime in seconds of a token requested without `expiresIn`. */
+  defaultTokenLifetime?: number;
+  /** Host name (lowercase, optional `:port`) that serves the project besides its own host. */
+  customDomain?: string;
+}
+
+export interface ProjectRecord extends ProjectSettings {
   id: string;
   name: string;
+  /**
+   * DNS label of the project's own host, `<slug>.<base domain>`; unique on the instance. The
+   * default project, created before projects had slugs, may lack it (it is served at the public URL).
+   */
+  slug?: string;
   createdAt: number;
+  updatedAt?: number;
 }
 
 export interface ProviderRecord {
@@ -130,9 +150,15 @@ export interface Store {
   /** Writes a meta value only if it is not set yet; returns the value now stored. */
   initMeta<T>(name: string, value: T): Promise<T>;
 
+  /** Throws already_exists when the id, the slug or the custom domain is taken (checked in one transaction). */
   createProject(project: ProjectRecord): Promise<void>;
   getProject(id: string): Promise<ProjectRecord | undefined>;
   listProjects(): Promise<ProjectRecord[]>;
+  /**
+   * Throws not_found when absent, conflict when the updated slug or custom domain belongs to
+   * another project (checked in the same transaction as the write).
+   */
+  updateProject(id: string, update: Updater<ProjectRecord>): Promise<ProjectRecord>;
 
   createProvider(provider: ProviderRecord): Promise<void>;
   getProvider(projectId: string, id: string): Promise<ProviderRecord | undefined>;

@@ -21,6 +21,7 @@ describe("loadConfig", () => {
       host: "127.0.0.1",
       port: 8080,
       publicUrl: "http://localhost:8080",
+      baseDomain: "localhost:8080",
       dataDir: "./data",
       masterKey: undefined,
       masterKeyFile: undefined,

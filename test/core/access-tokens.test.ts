@@ -9,7 +9,6 @@ test("signs the claims of the client with the requested typ, and counts one toke
   const counted: string[] = [];
   const rings: string[] = [];
   const issuer = {
-    issuer: "https://tokens.example.test",
     clock: { now: () => T0 + 1500 },
     keys: {
       ring: (projectId: string) => {
@@ -20,7 +19,7 @@ test("signs the claims of the client with the requested typ, and counts one toke
     metrics: { tokenIssued: (alg: string) => counted.push(alg) },
   } as unknown as TokenIssuer;
 
-  const issued = await issueAccessToken(issuer, "project-1", { id: "client-1", audience: "urn:api" }, { lifetime: 900, audienceAsArray: true, typ: "JWT" });
+  const issued = await issueAccessToken(issuer, "project-1", { id: "client-1", audience: "urn:api" }, { issuer: "https://tokens.example.test", lifetime: 900, audienceAsArray: true, typ: "JWT" });
   const claims = { iss: "https://tokens.example.test", sub: "client-1", client_id: "client-1", aud: ["urn:api"], iat: T0 / 1000 + 1, exp: T0 / 1000 + 901, jti: expect.any(String) };
   expect(issued).toEqual({ token: "signed.jwt.value", claims });
   expect(signed).toEqual([{ typ: "JWT", claims }]);

@@ -62,7 +62,7 @@ describe("signing keys API", () => {
     const tokenPath = `/v1/providers/${providerId}/clients/${clientId}/tokens`;
     const oldToken = (await json<{ accessToken: string }>(await t.api("POST", tokenPath))).accessToken;
 
-    t.clock.advance(t.ctx.keys.jwksMaxAge + 1);
+    t.clock.advance(t.ctx.keys.jwksMaxAge(t.ctx.projectId) + 1);
     const now = t.clock.now();
     const res = await t.api("POST", "/v1/keys/rotate");
     expect(res.status).toBe(200);

@@ -120,7 +120,7 @@ describe("JWKS caching and lifecycle", () => {
   test("carries Cache-Control max-age, an ETag, CORS and a JWK set media type", async () => {
     const res = await jwks();
     expect(maxAge(res)).toBeGreaterThan(0);
-    expect(maxAge(res)).toBe(t.ctx.keys.jwksMaxAge);
+    expect(maxAge(res)).toBe(t.ctx.keys.jwksMaxAge(t.ctx.projectId));
     expect(res.headers.get("etag")).toMatch(/^"[^"]+"$/);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(["application/json", "application/jwk-set+json"]).toContain(mediaType(res) ?? "");
@@ -164,7 +164,7 @@ describe("JWKS caching and lifecycle", () => {
     const before = await jwks();
     const oldEtag = before.headers.get("etag");
     const oldCurrent = (await keyList()).find((k) => k.state === "current")?.kid;
-    t.clock.advance(t.ctx.keys.jwksMaxAge + 1);
+    t.clock.advance(t.ctx.keys.jwksMaxAge(t.ctx.projectId) + 1);
     await t.ctx.keys.rotate(t.ctx.projectId);
     const after = await jwks({ "if-none-match": oldEtag ?? "" });
     expect(after.status).toBe(200);
@@ -208,7 +208,7 @@ describe("no private key member in any answer of a full workload", () => {
         }
         await record(t.api("GET", "/v1/keys"));
         await record(t.api("POST", "/v1/keys/rotate"));
-        t.clock.advance(t.ctx.keys.jwksMaxAge + 1);
+        t.clock.advance(t.ctx.keys.jwksMaxAge(t.ctx.projectId) + 1);
         await record(t.api("POST", "/v1/keys/rotate"));
         const kid = (await json<{ items: { kid: string }[] }>(await t.api("GET", "/v1/keys"))).items[0]?.kid;
         await record(t.api("POST", `/v1/keys/${kid}/revoke`));

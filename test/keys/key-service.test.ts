@@ -148,7 +148,7 @@ describe("KeyService timer", () => {
       { kid: current.kid, alg: "ES256", state: "current", createdAt: t.clock.now(), activatesAt: t.clock.now(), retiredAt: undefined, removedFromJwksAt: undefined },
       { kid: next.kid, alg: "ES256", state: "next", createdAt: t.clock.now(), activatesAt: t.clock.now() + PERIOD_S * 1000, retiredAt: undefined, removedFromJwksAt: undefined },
     ]);
-    expect(t.ctx.keys.jwksMaxAge).toBe(MAX_AGE_S);
+    expect(t.ctx.keys.jwksMaxAge(t.ctx.projectId)).toBe(MAX_AGE_S);
   });
 
   test("with rotation off, tick never rotates but rotate() still works", async () => {

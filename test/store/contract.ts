@@ -58,6 +58,35 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
       expect(await store.getProject(A)).toEqual(p1);
     });
 
+    test("projects: slugs and custom domains are unique; updates move them atomically", async () => {
+      const C = newProjectId(T0 + 2);
+      await store.createProject({ id: A, name: "a", slug: "acme", customDomain: "auth.acme.test", createdAt: T0 });
+      expect(await storeErrorKind(store.createProject({ id: B, name: "b", slug: "acme", createdAt: T0 }))).toBe("already_exists");
+      expect(await storeErrorKind(store.createProject({ id: B, name: "b", slug: "beta", customDomain: "auth.acme.test", createdAt: T0 }))).toBe("already_exists");
+      expect(await store.getProject(B)).toBeUndefined();
+      await store.createProject({ id: B, name: "b", slug: "beta", createdAt: T0 });
+
+      // Taking another project's domain or slug is a conflict and changes nothing.
+      expect(await storeErrorKind(store.updateProject(B, (p) => ({ ...p, customDomain: "auth.acme.test" })))).toBe("conflict");
+      expect(await storeErrorKind(store.updateProject(B, (p) => ({ ...p, slug: "acme" })))).toBe("conflict");
+      expect((await store.getProject(B))?.customDomain).toBeUndefined();
+
+      // A released domain is free for another project at once.
+      const moved = await store.updateProject(A, (p) => ({ ...p, customDomain: "tokens.acme.test", name: "renamed", updatedAt: T0 + 5 }));
+      expect(moved).toMatchObject({ name: "renamed", customDomain: "tokens.acme.test", updatedAt: T0 + 5 });
+      expect(await store.getProject(A)).toEqual(moved);
+      await store.updateProject(B, (p) => ({ ...p, customDomain: "auth.acme.test" }));
+      expect((await store.getProject(B))?.customDomain).toBe("auth.acme.test");
+      // Clearing a domain releases it too.
+      await store.updateProject(B, ({ customDomain: _, ...rest }) => rest);
+      await store.createProject({ id: C, name: "c", slug: "gamma", customDomain: "auth.acme.test", createdAt: T0 });
+      expect(await store.listProjects()).toHaveLength(3);
+
+      expect(await storeErrorKind(store.updateProject(newProjectId(T0 + 9), untouched))).toBe("not_found");
+      const same = await store.getProject(C);
+      expect(await store.updateProject(C, () => undefined)).toEqual(same as never);
+    });
+
     test("providers: create and get round-trip exactly; a duplicate is already_exists and changes nothing", async () => {
       const p = providerRecord(A, T0 + 123);
       expect(await store.getProvider(A, p.id)).toBeUndefined();

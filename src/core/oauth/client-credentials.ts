@@ -7,7 +7,7 @@
  */
 import type { AppContext } from "../../context.ts";
 import { issueAccessToken } from "../access-tokens.ts";
-import { DEFAULT_TOKEN_LIFETIME_S } from "../tokens.ts";
+import type { ResolvedProject } from "../projects.ts";
 import { authenticateClient, readClientCredentials } from "./client-auth.ts";
 import { OAuthError } from "./errors.ts";
 
@@ -29,20 +29,29 @@ export interface TokenEndpointAnswer {
   expires_in: number;
 }
 
-/** Runs a client credentials token request for the project; throws OAuthError on refusal. */
+/**
+ * Runs a client credentials token request for the project, issuing tokens with `issuer` (the URL
+ * of the host the request came to) and the project's default lifetime; throws OAuthError on refusal.
+ */
 export async function clientCredentialsToken(
-  ctx: Pick<AppContext, "store" | "keys" | "metrics" | "clock" | "issuer">,
-  projectId: string,
+  ctx: Pick<AppContext, "store" | "keys" | "metrics" | "clock">,
+  project: ResolvedProject,
+  issuer: string,
   authorization: string | null,
   params: TokenEndpointParams,
 ): Promise<TokenEndpointAnswer> {
-  const client = await authenticateClient(ctx.store, projectId, readClientCredentials(authorization, params));
+  const client = await authenticateClient(ctx.store, project.id, readClientCredentials(authorization, params));
   if (params.grant_type !== "client_credentials") {
     throw new OAuthError("unsupported_grant_type", "This grant_type is not supported; use grant_type=client_credentials.");
   }
   if (params.audience !== undefined && params.audience !== client.audience) {
     throw new OAuthError("invalid_target", "The audience parameter must equal the client's audience, or be left out.");
   }
-  const { token, claims } = await issueAccessToken(ctx, projectId, client, { lifetime: DEFAULT_TOKEN_LIFETIME_S, audienceAsArray: false, typ: "at+jwt" });
+  const { token, claims } = await issueAccessToken(ctx, project.id, client, {
+    issuer,
+    lifetime: project.defaultTokenLifetime,
+    audienceAsArray: false,
+    typ: "at+jwt",
+  });
   return { access_token: token, token_type: "Bearer", expires_in: claims.exp - claims.iat };
 }

@@ -3,11 +3,13 @@
  * The OAuth 2.0 token endpoint (RFC 6749 §4.4, client credentials). Public: the client
  * authenticates with its own secret, not an API key. The body is form-encoded (body-parser.ts)
  * and every error is `{error, error_description}` (error-handler.ts), both by the /oauth/ prefix.
+ * The `Host` header picks the project, like discovery: a token issued here carries the issuer of
+ * the host it was asked at, so it matches the discovery document a verifier read there.
  */
 import { clientCredentialsToken } from "../../core/oauth/client-credentials.ts";
 import type { AppContext } from "../../context.ts";
 import { OAuthTokenRequest, OAuthTokenResponse } from "../../schemas/oauth.ts";
-import type { RouteDef } from "../route.ts";
+import { requestHost, type RouteDef } from "../route.ts";
 
 /** Path of the token endpoint, below the issuer. */
 export const TOKEN_ENDPOINT_PATH = "/oauth/token";
@@ -24,7 +26,8 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       success: { status: 200, schema: OAuthTokenResponse, description: "`{access_token, token_type, expires_in}` (`Cache-Control: no-store`)." },
       errors: [400, 401, 413],
       handler: async ({ body, request, set }) => {
-        const answer = await clientCredentialsToken(ctx, ctx.projectId, request.headers.get("authorization"), body as OAuthTokenRequest);
+        const { project, url } = ctx.projects.resolveHost(requestHost(request));
+        const answer = await clientCredentialsToken(ctx, project, url, request.headers.get("authorization"), body as OAuthTokenRequest);
         set.headers["cache-control"] = "no-store";
         set.headers.pragma = "no-cache";
         return answer;

@@ -3,13 +3,15 @@
  * Public discovery: the OpenID configuration (served again, identical, as the RFC 8414 OAuth
  * authorization server metadata) and the JWKS, answered from the in-memory key ring (no store
  * read), with caching headers, a strong ETag and CORS for browsers. Never logged.
- * The issuer comes from configuration only; request headers (Host, X-Forwarded-*) are ignored.
+ * The `Host` header picks the project (core/project-directory.ts): its own host or its custom
+ * domain, each with its own issuer; a host that names no project is the default project. The
+ * issuer is always the configured URL of the matched host, never text from the request.
  */
 import { CLIENT_AUTH_METHODS } from "../../core/oauth/client-auth.ts";
 import { GRANT_TYPES } from "../../core/oauth/client-credentials.ts";
 import type { AppContext } from "../../context.ts";
 import type { KeyRing } from "../../keys/key-ring.ts";
-import type { RouteDef } from "../route.ts";
+import { requestHost, type RouteDef } from "../route.ts";
 import { TOKEN_ENDPOINT_PATH } from "./oauth.ts";
 
 /** The claims every access token carries. */
@@ -32,13 +34,15 @@ export function discoveryDocument(issuer: string, ring: KeyRing): Record<string,
 }
 
 export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
-  const cacheControl = () => `public, max-age=${ctx.keys.jwksMaxAge}`;
+  const cacheControl = (projectId: string) => `public, max-age=${ctx.keys.jwksMaxAge(projectId)}`;
   const common = { "access-control-allow-origin": "*", "x-content-type-options": "nosniff" };
-  let discovery: { version: number; body: string } | undefined;
+  /** Serialized discovery documents per host URL, rebuilt when the project's ring changes. */
+  const discovery = new Map<string, { ring: KeyRing; body: string }>();
 
   const jwks = (request: Request): Response => {
-    const ring = ctx.keys.ring(ctx.projectId);
-    const headers = { ...common, "cache-control": cacheControl(), etag: ring.jwksEtag };
+    const { project } = ctx.projects.resolveHost(requestHost(request));
+    const ring = ctx.keys.ring(project.id);
+    const headers = { ...common, "cache-control": cacheControl(project.id), etag: ring.jwksEtag };
     const match = request.headers.get("if-none-match");
     // RFC 9110 §13.1.2: weak comparison, a list of tags, or `*` (any current representation).
     if (match !== null && match.split(",").some((tag) => tag.trim() === "*" || tag.trim().replace(/^W\//, "") === ring.jwksEtag)) {
@@ -65,10 +69,15 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     auth: false,
     success: { status: 200, description: "Discovery document: issuer, jwks_uri, token_endpoint and what they support." },
     errors: [],
-    handler: () => {
-      const ring = ctx.keys.ring(ctx.projectId);
-      if (discovery?.version !== ring.version) discovery = { version: ring.version, body: JSON.stringify(discoveryDocument(ctx.issuer, ring)) };
-      return new Response(discovery.body, { headers: { ...common, "cache-control": cacheControl(), "content-type": "application/json" } });
+    handler: ({ request }) => {
+      const { project, url } = ctx.projects.resolveHost(requestHost(request));
+      const ring = ctx.keys.ring(project.id);
+      let cached = discovery.get(url);
+      if (cached?.ring !== ring) {
+        cached = { ring, body: JSON.stringify(discoveryDocument(url, ring)) };
+        discovery.set(url, cached);
+      }
+      return new Response(cached.body, { headers: { ...common, "cache-control": cacheControl(project.id), "content-type": "application/json" } });
     },
   });
 

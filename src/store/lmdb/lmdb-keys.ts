@@ -11,6 +11,9 @@ export const rangeEnd = (prefix: string) => `${prefix}\uffff`;
 export const key = {
   meta: (name: string) => `meta:${name}`,
   project: (id: string) => `project:${id}`,
+  /** Slug → project id and custom domain → project id: both unique on the instance. */
+  projectSlug: (slug: string) => `projectslug:${slug}`,
+  projectDomain: (domain: string) => `projectdomain:${domain}`,
   provider: (projectId: string, id: string) => `provider:${projectId}:${id}`,
   providersOf: (projectId: string) => `provider:${projectId}:`,
   client: (projectId: string, providerId: string, id: string) => `client:${projectId}:${providerId}:${id}`,

@@ -118,8 +118,47 @@ export class LmdbStore implements Store {
     });
   }
 
-  createProject(project: ProjectRecord): Promise<void> {
-    return this.#create(key.project(project.id), "project", project);
+  async createProject(project: ProjectRecord): Promise<void> {
+    await this.#write(() => {
+      if (this.#get(key.project(project.id)) !== undefined) throw new StoreError("already_exists", "project already exists");
+      this.#claimProjectNames(project, undefined, "already_exists");
+      this.#db.putSync(key.project(project.id), project);
+    });
+  }
+
+  /**
+   * Inside a write transaction: points the slug and custom-domain indexes at `next`, releasing the
+   * names `previous` held. A name held by another project throws `clash`.
+   */
+  #claimProjectNames(next: ProjectRecord, previous: ProjectRecord | undefined, clash: "already_exists" | "conflict"): void {
+    const names: [(value: string) => string, string | undefined, string | undefined, string][] = [
+      [key.projectSlug, next.slug, previous?.slug, "slug"],
+      [key.projectDomain, next.customDomain, previous?.customDomain, "custom domain"],
+    ];
+    for (const [indexKey, wanted, held, what] of names) {
+      if (wanted === held) continue;
+      if (wanted !== undefined) {
+        const owner = this.#get<string>(indexKey(wanted));
+        if (owner !== undefined && owner !== next.id) throw new StoreError(clash, `the ${what} '${wanted}' belongs to another project`);
+      }
+    }
+    for (const [indexKey, wanted, held] of names) {
+      if (wanted === held) continue;
+      if (held !== undefined) this.#db.removeSync(indexKey(held));
+      if (wanted !== undefined) this.#db.putSync(indexKey(wanted), next.id);
+    }
+  }
+
+  async updateProject(id: string, update: Updater<ProjectRecord>): Promise<ProjectRecord> {
+    return this.#write(() => {
+      const current = this.#get<ProjectRecord>(key.project(id));
+      if (current === undefined) throw new StoreError("not_found", "project not found");
+      const next = update(current);
+      if (next === undefined) return current;
+      this.#claimProjectNames(next, current, "conflict");
+      this.#db.putSync(key.project(id), next);
+      return next;
+    });
   }
 
   async getProject(id: string): Promise<ProjectRecord | undefined> {

@@ -1,6 +1,10 @@
-/** @module http/routes/v1/tokens — issue an access token for a client. Stateless: nothing is stored. */
+/**
+ * @module http/routes/v1/tokens — issue an access token for a client. Stateless: nothing is stored.
+ * The `iss` is the project's custom domain URL when it has one (unless `forceDefaultDomain`), else its own URL.
+ */
 import { issueAccessToken } from "../../../core/access-tokens.ts";
 import { getClient } from "../../../core/clients.ts";
+import { tokenIssuer } from "../../../core/projects.ts";
 import { tokenLifetime } from "../../../core/tokens.ts";
 import type { AppContext } from "../../../context.ts";
 import { ClientParams } from "../../../schemas/clients.ts";
@@ -22,8 +26,10 @@ export function tokenRoutes(ctx: AppContext): RouteDef[] {
       handler: async ({ principal, params, body, set }) => {
         const request = body as TokenRequest;
         const client = await getClient(ctx.store, principal.projectId, params.providerId as string, params.clientId as string);
+        const project = ctx.projects.get(principal.projectId);
         const { token: accessToken, claims } = await issueAccessToken(ctx, principal.projectId, client, {
-          lifetime: tokenLifetime(request.expiresIn),
+          issuer: tokenIssuer(project, request.forceDefaultDomain === true),
+          lifetime: tokenLifetime(request.expiresIn, project.defaultTokenLifetime),
           audienceAsArray: request.audienceAsArray === true,
           typ: request.useJwtType === true ? "JWT" : "at+jwt",
         });

@@ -1,0 +1,63 @@
+/**
+ * @module cli/projects — `tokenmint projects create|list`, and the `--project` option that points
+ * `apikeys` and `keys` at a project other than the default one.
+ */
+import { createProject, type ProjectChange } from "../core/projects.ts";
+import { SIGNING_ALGS, type SigningAlg } from "../config/schema.ts";
+import type { AppContext } from "../context.ts";
+import { projectView } from "../http/views.ts";
+import { UsageError, type ParsedArgs } from "./args.ts";
+import { table, type Output } from "./output.ts";
+
+/** The project `--project SLUG|ID` names, or the default project. */
+export async function targetProject(ctx: AppContext, args: ParsedArgs): Promise<string> {
+  const wanted = args.values["--project"];
+  if (wanted === undefined) return ctx.projectId;
+  await ctx.projects.refresh();
+  const found = ctx.projects.ids.map((id) => ctx.projects.get(id)).find((p) => p.slug === wanted || p.id === wanted);
+  if (found === undefined) throw new UsageError(`no project '${wanted}'; see 'tokenmint projects list'`);
+  return found.id;
+}
+
+function wholeSeconds(flag: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^\d{1,9}$/.test(raw)) throw new UsageError(`${flag} must be a whole number of seconds`);
+  return Number(raw);
+}
+
+export async function projectsCommand(ctx: AppContext, args: ParsedArgs, io: Output): Promise<void> {
+  const [, action] = args.words;
+  const asJson = args.switches.has("--json");
+  switch (action) {
+    case "create": {
+      const slug = args.values["--slug"];
+      const name = args.values["--name"] ?? slug;
+      if (slug === undefined || name === undefined) throw new UsageError("usage: tokenmint projects create --slug SLUG [--name NAME] [...]; see 'tokenmint projects --help'");
+      const alg = args.values["--signing-alg"];
+      if (alg !== undefined && !SIGNING_ALGS.includes(alg as SigningAlg)) throw new UsageError(`--signing-alg must be one of ${SIGNING_ALGS.join(", ")}`);
+      const change: ProjectChange = {
+        name,
+        signingAlg: alg as SigningAlg | undefined,
+        keyRotationPeriod: wholeSeconds("--key-rotation-period", args.values["--key-rotation-period"]),
+        defaultTokenLifetime: wholeSeconds("--default-token-lifetime", args.values["--default-token-lifetime"]),
+        customDomain: args.values["--custom-domain"],
+      };
+      const record = await createProject(ctx.store, { ...change, name, slug }, ctx.config, ctx.clock.now());
+      await ctx.projects.refresh();
+      await ctx.keys.load(record.id);
+      const view = projectView(ctx.projects.get(record.id));
+      if (asJson) io.out(JSON.stringify(view));
+      else io.out(`Created project ${view.slug} (${view.id}), issuer ${view.issuer}. Next: tokenmint apikeys create --project ${view.slug} --name NAME`);
+      return;
+    }
+    case "list": {
+      await ctx.projects.refresh();
+      const views = ctx.projects.ids.map((id) => projectView(ctx.projects.get(id)));
+      if (asJson) io.out(JSON.stringify({ items: views }));
+      else io.out(table(["SLUG", "ID", "NAME", "ISSUER", "ALG"], views.map((p) => [p.slug, p.id, p.name, p.issuer, p.signingAlg])));
+      return;
+    }
+    default:
+      throw new UsageError(`unknown projects command '${action ?? ""}': use create or list`);
+  }
+}

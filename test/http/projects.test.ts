@@ -1,0 +1,240 @@
+/**
+ * Many projects on one instance: GET/PATCH /v1/project, API keys that never cross projects, Host
+ * routing of discovery, JWKS and /oauth/token, per-host issuers, custom domains and
+ * forceDefaultDomain, and the per-project settings (algorithm, rotation period, token lifetime).
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from "jose";
+import { createApiKey } from "../../src/core/api-keys.ts";
+import { createProject } from "../../src/core/projects.ts";
+import { buildTestApp, createProviderAndClient, type TestApp } from "../helpers/app.ts";
+import { basic, createSecret, expectOAuthError, FORM } from "../oauth/support.ts";
+import { expectError, json } from "./support.ts";
+
+const PUBLIC = "https://tokens.example.test";
+const ACME_HOST = "acme.tokens.example.test";
+const ACME = `https://${ACME_HOST}`;
+
+interface ProjectBody {
+  id: string;
+  name: string;
+  slug: string;
+  url: string;
+  customDomain: string | null;
+  issuer: string;
+  signingAlg: string;
+  keyRotationPeriod: number;
+  defaultTokenLifetime: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+describe("projects", () => {
+  let t: TestApp;
+  /** The second project's id and an API key of it. */
+  let acme: { id: string; apiKey: string };
+  const asAcme = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    t.request(method, path, body, { authorization: `Bearer ${acme.apiKey}`, ...headers });
+  const atHost = (host: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    t.request(method, path, body, { host, ...headers });
+  const discovery = async (host: string) => json<Record<string, string>>(await atHost(host, "GET", "/.well-known/openid-configuration"));
+  const jwks = async (host: string) => json<JSONWebKeySet>(await atHost(host, "GET", "/.well-known/jwks"));
+
+  beforeEach(async () => {
+    t = await buildTestApp({ publicUrl: PUBLIC });
+    const record = await createProject(t.ctx.store, { slug: "acme", name: "Acme" }, t.ctx.config, t.clock.now());
+    await t.ctx.keys.tick();
+    acme = { id: record.id, apiKey: (await createApiKey(t.ctx.store, record.id, "acme", t.clock.now())).secret };
+  });
+  afterEach(() => t.close());
+
+  test("GET /v1/project shows the caller's project with its effective settings", async () => {
+    const own = await json<ProjectBody>(await t.api("GET", "/v1/project"));
+    expect(own).toEqual({
+      id: t.ctx.projectId,
+      name: "default",
+      slug: "default",
+      url: PUBLIC,
+      customDomain: null,
+      issuer: PUBLIC,
+      signingAlg: "ES256",
+      keyRotationPeriod: 86400,
+      defaultTokenLifetime: 3600,
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+    });
+    const other = await json<ProjectBody>(await asAcme("GET", "/v1/project"));
+    expect(other).toMatchObject({ id: acme.id, name: "Acme", slug: "acme", url: ACME, issuer: ACME, customDomain: null });
+  });
+
+  test("an API key never sees another project's providers, clients or keys (404)", async () => {
+    const { providerId, clientId } = await createProviderAndClient(t);
+    for (const path of [`/v1/providers/${providerId}`, `/v1/providers/${providerId}/clients/${clientId}`]) {
+      await expectError(await asAcme("GET", path), 404, "not_found");
+    }
+    await expectError(await asAcme("POST", `/v1/providers/${providerId}/clients/${clientId}/tokens`, {}), 404, "not_found");
+    expect((await json<{ items: unknown[] }>(await asAcme("GET", "/v1/providers"))).items).toEqual([]);
+    const ownKids = (await json<{ items: { kid: string }[] }>(await t.api("GET", "/v1/keys"))).items.map((k) => k.kid);
+    const acmeKids = (await json<{ items: { kid: string }[] }>(await asAcme("GET", "/v1/keys"))).items.map((k) => k.kid);
+    expect(acmeKids.some((kid) => ownKids.includes(kid))).toBe(false);
+    await expectError(await asAcme("POST", `/v1/keys/${ownKids[0]}/revoke`), 404, "not_found");
+  });
+
+  test("discovery and JWKS are routed by Host; each host's issuer is its own URL", async () => {
+    const main = await discovery("localhost");
+    const other = await discovery(ACME_HOST);
+    expect(main.issuer).toBe(PUBLIC);
+    expect(other.issuer).toBe(ACME);
+    expect(other.jwks_uri).toBe(`${ACME}/.well-known/jwks`);
+    expect(other.token_endpoint).toBe(`${ACME}/oauth/token`);
+    // Host names compare case-insensitively and a port or trailing dot is tolerated.
+    expect((await discovery("ACME.tokens.example.test.:443")).issuer).toBe(ACME);
+    // An unknown host is the default project; X-Forwarded-Host is never read.
+    expect((await discovery("evil.example.test")).issuer).toBe(PUBLIC);
+    const forwarded = await atHost("localhost", "GET", "/.well-known/openid-configuration", undefined, { "x-forwarded-host": ACME_HOST });
+    expect((await json<Record<string, string>>(forwarded)).issuer).toBe(PUBLIC);
+
+    const mainKids = (await jwks("localhost")).keys.map((k) => k.kid);
+    const acmeKids = (await jwks(ACME_HOST)).keys.map((k) => k.kid);
+    expect(acmeKids).toHaveLength(2);
+    expect(acmeKids.some((kid) => mainKids.includes(kid))).toBe(false);
+  });
+
+  test("custom domain: its own issuer, the same keys, and forceDefaultDomain for the project's own URL", async () => {
+    const patched = await json<ProjectBody>(await asAcme("PATCH", "/v1/project", { customDomain: "Auth.Acme.TEST" }));
+    expect(patched).toMatchObject({ customDomain: "auth.acme.test", url: ACME, issuer: "https://auth.acme.test" });
+    expect((await discovery("auth.acme.test")).issuer).toBe("https://auth.acme.test");
+    expect((await discovery(ACME_HOST)).issuer).toBe(ACME);
+    expect(await jwks("auth.acme.test")).toEqual(await jwks(ACME_HOST));
+
+    const provider = await json<{ id: string }>(await asAcme("POST", "/v1/providers", { name: "p" }));
+    const client = await json<{ id: string }>(await asAcme("POST", `/v1/providers/${provider.id}/clients`, { name: "c", audience: "urn:api" }));
+    const tokenPath = `/v1/providers/${provider.id}/clients/${client.id}/tokens`;
+    const custom = (await json<{ accessToken: string }>(await asAcme("POST", tokenPath, {}))).accessToken;
+    const own = (await json<{ accessToken: string }>(await asAcme("POST", tokenPath, { forceDefaultDomain: true }))).accessToken;
+    expect(decodeJwt(custom).iss).toBe("https://auth.acme.test");
+    expect(decodeJwt(own).iss).toBe(ACME);
+    const keys = createLocalJWKSet(await jwks("auth.acme.test"));
+    const at = { currentDate: new Date(t.clock.now()), audience: "urn:api" };
+    await jwtVerify(custom, keys, { ...at, issuer: "https://auth.acme.test" });
+    await jwtVerify(own, keys, { ...at, issuer: ACME });
+
+    // A domain another project holds is a conflict; removing it frees it.
+    await expectError(await t.api("PATCH", "/v1/project", { customDomain: "auth.acme.test" }), 409, "conflict", "auth.acme.test");
+    expect(await json<ProjectBody>(await asAcme("PATCH", "/v1/project", { customDomain: null }))).toMatchObject({ customDomain: null, issuer: ACME });
+    expect((await discovery("auth.acme.test")).issuer).toBe(PUBLIC);
+    expect(await json<ProjectBody>(await t.api("PATCH", "/v1/project", { customDomain: "auth.acme.test" }))).toMatchObject({ issuer: "https://auth.acme.test" });
+  });
+
+  test("/oauth/token is routed by Host: a client authenticates only at its own project's hosts", async () => {
+    const provider = await json<{ id: string }>(await asAcme("POST", "/v1/providers", { name: "p" }));
+    const client = await json<{ id: string }>(await asAcme("POST", `/v1/providers/${provider.id}/clients`, { name: "c", audience: "urn:api" }));
+    const secret = (await json<{ secret: string }>(await asAcme("POST", `/v1/providers/${provider.id}/clients/${client.id}/secrets`))).secret;
+    const ask = (host: string) =>
+      atHost(host, "POST", "/oauth/token", "grant_type=client_credentials", { ...FORM, authorization: basic(client.id, secret) });
+
+    const answer = await json<{ access_token: string }>(await ask(ACME_HOST));
+    expect(decodeJwt(answer.access_token).iss).toBe(ACME);
+    await expectOAuthError(await ask("localhost"), 401, "invalid_client");
+
+    await asAcme("PATCH", "/v1/project", { customDomain: "auth.acme.test" });
+    const viaCustom = await json<{ access_token: string }>(await ask("auth.acme.test"));
+    expect(decodeJwt(viaCustom.access_token).iss).toBe("https://auth.acme.test");
+    // The default project's clients do not authenticate at acme's hosts either.
+    const own = await createProviderAndClient(t);
+    const ownSecret = await createSecret(t, own.providerId, own.clientId);
+    const res = await atHost(ACME_HOST, "POST", "/oauth/token", "grant_type=client_credentials", { ...FORM, authorization: basic(own.clientId, ownSecret.secret) });
+    await expectOAuthError(res, 401, "invalid_client");
+  });
+
+  test("defaultTokenLifetime applies to REST tokens without expiresIn and to /oauth/token", async () => {
+    expect((await json<ProjectBody>(await t.api("PATCH", "/v1/project", { defaultTokenLifetime: 600 }))).defaultTokenLifetime).toBe(600);
+    const { providerId, clientId } = await createProviderAndClient(t);
+    const token = (await json<{ accessToken: string }>(await t.api("POST", `/v1/providers/${providerId}/clients/${clientId}/tokens`, {}))).accessToken;
+    const claims = decodeJwt(token);
+    expect((claims.exp as number) - (claims.iat as number)).toBe(600);
+    const explicit = (await json<{ accessToken: string }>(await t.api("POST", `/v1/providers/${providerId}/clients/${clientId}/tokens`, { expiresIn: 60 }))).accessToken;
+    expect((decodeJwt(explicit).exp as number) - (decodeJwt(explicit).iat as number)).toBe(60);
+    const secret = await createSecret(t, providerId, clientId);
+    const res = await t.request("POST", "/oauth/token", "grant_type=client_credentials", { ...FORM, authorization: basic(clientId, secret.secret) });
+    expect((await json<{ expires_in: number }>(res)).expires_in).toBe(600);
+  });
+
+  test("a new signing algorithm is published as the next key first, signs after rotation, and old tokens keep verifying", async () => {
+    const { providerId, clientId } = await createProviderAndClient(t);
+    const issue = async () => (await json<{ accessToken: string }>(await t.api("POST", `/v1/providers/${providerId}/clients/${clientId}/tokens`, {}))).accessToken;
+    const before = await issue();
+    expect(decodeProtectedHeader(before).alg).toBe("ES256");
+
+    expect((await json<ProjectBody>(await t.api("PATCH", "/v1/project", { signingAlg: "EdDSA" }))).signingAlg).toBe("EdDSA");
+    const keys = (await json<{ items: { kid: string; alg: string; state: string }[] }>(await t.api("GET", "/v1/keys"))).items;
+    expect(keys.map((k) => [k.state, k.alg])).toEqual([
+      ["current", "ES256"],
+      ["next", "EdDSA"],
+    ]);
+    // The new key is in the JWKS before it signs; until the rotation the old one keeps signing.
+    expect((await jwks("localhost")).keys.map((k) => k.alg).sort()).toEqual(["ES256", "EdDSA"]);
+    expect(decodeProtectedHeader(await issue()).alg).toBe("ES256");
+    await expectError(await t.api("POST", "/v1/keys/rotate"), 409, "conflict");
+
+    t.clock.advance(t.ctx.keys.jwksMaxAge(t.ctx.projectId) + 1);
+    expect((await t.api("POST", "/v1/keys/rotate")).status).toBe(200);
+    const after = await issue();
+    expect(decodeProtectedHeader(after).alg).toBe("EdDSA");
+    const set = createLocalJWKSet(await jwks("localhost"));
+    for (const token of [before, after]) {
+      await jwtVerify(token, set, { currentDate: new Date(t.clock.now()), issuer: PUBLIC, audience: "https://api.example.test" });
+    }
+  });
+
+  test("keyRotationPeriod sets the project's JWKS max-age and rotation schedule", async () => {
+    await asAcme("PATCH", "/v1/project", { keyRotationPeriod: 120 });
+    const res = await atHost(ACME_HOST, "GET", "/.well-known/jwks");
+    expect(res.headers.get("cache-control")).toBe("public, max-age=60");
+    expect((await atHost("localhost", "GET", "/.well-known/jwks")).headers.get("cache-control")).toBe("public, max-age=300");
+    const first = (await json<{ items: { kid: string; state: string }[] }>(await asAcme("GET", "/v1/keys"))).items.find((k) => k.state === "current")?.kid;
+    t.clock.advance(121);
+    await t.ctx.keys.tick();
+    const now = (await json<{ items: { kid: string; state: string }[] }>(await asAcme("GET", "/v1/keys"))).items.find((k) => k.state === "current")?.kid;
+    expect(now).not.toBe(first);
+    await asAcme("PATCH", "/v1/project", { keyRotationPeriod: 0 });
+    expect((await json<ProjectBody>(await asAcme("GET", "/v1/project"))).keyRotationPeriod).toBe(0);
+  });
+
+  test("PATCH /v1/project rejects bad input field by field and changes nothing", async () => {
+    const before = await json<ProjectBody>(await t.api("GET", "/v1/project"));
+    const cases: [unknown, string][] = [
+      [{}, "at least one"],
+      [{ signingAlg: "HS256" }, "signingAlg"],
+      [{ keyRotationPeriod: 30 }, "keyRotationPeriod"],
+      [{ keyRotationPeriod: -1 }, "keyRotationPeriod"],
+      [{ defaultTokenLifetime: 0 }, "defaultTokenLifetime"],
+      [{ defaultTokenLifetime: 172801 }, "defaultTokenLifetime"],
+      [{ customDomain: "not a host" }, "customDomain"],
+      [{ customDomain: ACME_HOST }, "customDomain"],
+      [{ customDomain: "tokens.example.test" }, "customDomain"],
+      [{ name: "" }, "name"],
+      [{ slug: "other" }, "slug"],
+    ];
+    for (const [body, mention] of cases) {
+      await expectError(await t.api("PATCH", "/v1/project", body), 400, "invalid_request", mention);
+    }
+    expect(await json<ProjectBody>(await t.api("GET", "/v1/project"))).toEqual(before);
+    await expectError(await t.request("GET", "/v1/project"), 401, "unauthorized");
+  });
+
+  test("a project created by another process is served after the next tick", async () => {
+    expect((await discovery("beta.tokens.example.test")).issuer).toBe(PUBLIC);
+    await createProject(t.ctx.store, { slug: "beta", name: "Beta", signingAlg: "RS256" }, t.ctx.config, t.clock.now());
+    await t.ctx.keys.tick();
+    expect((await discovery("beta.tokens.example.test")).issuer).toBe("https://beta.tokens.example.test");
+    expect((await jwks("beta.tokens.example.test")).keys.map((k) => k.alg)).toEqual(["RS256", "RS256"]);
+  });
+
+  test("slugs are DNS labels, unique, and 'default' is reserved", async () => {
+    for (const slug of ["default", "Acme", "-x", "a_b", "a".repeat(64)]) {
+      await expect(createProject(t.ctx.store, { slug, name: "x" }, t.ctx.config, t.clock.now())).rejects.toMatchObject({ code: "invalid_request" });
+    }
+    await expect(createProject(t.ctx.store, { slug: "acme", name: "x" }, t.ctx.config, t.clock.now())).rejects.toMatchObject({ code: "conflict" });
+  });
+});
