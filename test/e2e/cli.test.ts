@@ -154,3 +154,35 @@ describe("keys", () => {
     expect(await jwksKids(server)).toEqual(before);
   });
 });
+
+describe("projects", () => {
+  test("create and list; the running server serves the new project at its host within a second; --project scopes apikeys and keys", async () => {
+    const server = await startServer();
+    const host = `acme.localhost:${server.port}`;
+    const discovery = async () => {
+      const res = await fetch(`${server.url}/.well-known/openid-configuration`, { headers: { host } });
+      return ((await res.json()) as { issuer: string }).issuer;
+    };
+    expect(await discovery()).toBe(`http://localhost:${server.port}`);
+
+    const created = await cliJson<{ id: string; slug: string; url: string; issuer: string; signingAlg: string }>(
+      server, "projects", "create", "--slug", "acme", "--name", "Acme", "--signing-alg", "EdDSA", "--json",
+    );
+    expect(created).toMatchObject({ slug: "acme", url: `http://${host}`, issuer: `http://${host}`, signingAlg: "EdDSA" });
+    await waitFor("the new project's discovery", async () => ((await discovery()) === `http://${host}` ? true : undefined), 1000);
+    const acmeKeys = (await (await fetch(`${server.url}/.well-known/jwks`, { headers: { host } })).json()) as JSONWebKeySet;
+    expect(acmeKeys.keys.map((k) => k.alg)).toEqual(["EdDSA", "EdDSA"]);
+
+    const listed = await cliJson<{ items: { slug: string }[] }>(server, "projects", "list", "--json");
+    expect(listed.items.map((p) => p.slug).sort()).toEqual(["acme", "default"]);
+    const key = (await cli(server, "apikeys", "create", "--project", "acme", "--name", "acme-ci")).stdout.trim();
+    const own = (await (await api(server, key, "GET", "/v1/project")).json()) as { id: string };
+    expect(own.id).toBe(created.id);
+    const kids = await cliJson<{ items: { kid: string }[] }>(server, "keys", "list", "--project", "acme", "--json");
+    expect(kids.items.map((k) => k.kid).sort()).toEqual(acmeKeys.keys.map((k) => k.kid as string).sort());
+    expect((await cli(server, "keys", "list", "--project", "nope")).code).toBe(2);
+    const duplicate = await cli(server, "projects", "create", "--slug", "acme");
+    expect(duplicate.code).toBe(1);
+    expect(duplicate.stderr).toContain("acme");
+  });
+});
