@@ -1,7 +1,7 @@
 /**
  * @module core/oauth/errors
  * Errors of the OAuth endpoints, answered in the RFC 6749 §5.2 form `{error, error_description}`
- * instead of our `{code, message}`. OAuthError is what the token endpoint throws; every other
+ * instead of our `{code, message}`. OAuthError is what the OAuth endpoints throw; every other
  * failure of an /oauth/ request (validation, parse, 404, 405, 413, 503, faults) is mapped onto the
  * same form and keeps its HTTP status. The error handler is the only renderer.
  */
