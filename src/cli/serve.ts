@@ -4,10 +4,11 @@
  * in-flight requests finish (new ones on open connections get 503), closes the store, exits 0.
  * With TOKENMINT_METRICS_PORT it also serves `GET /metrics` on a second listener; with
  * TOKENMINT_LOG_FILE it deletes expired daily log files at start-up and hourly, and flushes the
- * log before it returns.
+ * log before it returns. Expired token revocations are pruned at start-up and every few minutes.
  */
 import { buildApp } from "../app.ts";
 import type { AppContext } from "../context.ts";
+import { startRevocationPruning } from "../core/oauth/revocation-pruning.ts";
 import { startLogRetention } from "../logging/retention.ts";
 import { metricsHandler } from "../metrics/endpoint.ts";
 import { StartupError } from "../startup.ts";
@@ -76,6 +77,7 @@ async function serveLocked(ctx: AppContext): Promise<number> {
   // Expired daily log files go at start-up, then hourly.
   const stopRetention =
     logFile === undefined ? () => {} : startLogRetention({ logFile, retentionDays: logRetentionDays, now: () => ctx.clock.now(), logger: ctx.logger });
+  const stopPruning = startRevocationPruning({ store: ctx.store, now: () => ctx.clock.now(), logger: ctx.logger });
 
   const signal = await new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
@@ -85,6 +87,7 @@ async function serveLocked(ctx: AppContext): Promise<number> {
   ctx.draining = true;
   ctx.keys.stop();
   stopRetention();
+  await stopPruning();
   await Bun.sleep(ACCEPT_GRACE_MS);
   const drained = await Promise.race([
     server.stop(false).then(() => true),

@@ -35,6 +35,14 @@ export function updateClient(store: Store, projectId: string, providerId: string
   return store.updateClient(projectId, providerId, id, (c) => ({ ...c, ...patch, updatedAt: now }));
 }
 
+/**
+ * Revokes every token the client was issued before `now`: sets `tokensRevokedBefore`, which
+ * introspection compares with each token's `iat`. Tokens issued afterwards are not affected.
+ */
+export function revokeClientTokens(store: Store, projectId: string, providerId: string, id: string, now: number): Promise<ClientRecord> {
+  return store.updateClient(projectId, providerId, id, (c) => ({ ...c, tokensRevokedBefore: now, updatedAt: now }));
+}
+
 export function deleteClient(store: Store, projectId: string, providerId: string, id: string): Promise<void> {
   return store.deleteClient(projectId, providerId, id);
 }

@@ -15,13 +15,11 @@ import type { ClientRecord, ClientSecretRecord, ProviderRecord } from "../store/
 export const isoTime = (ms: number) => new Date(ms).toISOString();
 export const providerView = (p: ProviderRecord): Provider => ({ id: p.id, name: p.name, description: p.description, createdAt: isoTime(p.createdAt) });
 
-export const clientView = (c: ClientRecord): Client => ({
-  id: c.id,
-  providerId: c.providerId,
-  name: c.name,
-  audience: c.audience,
-  createdAt: isoTime(c.createdAt),
-});
+export function clientView(c: ClientRecord): Client {
+  const view: Client = { id: c.id, providerId: c.providerId, name: c.name, audience: c.audience, createdAt: isoTime(c.createdAt) };
+  if (c.tokensRevokedBefore !== undefined) view.tokensRevokedBefore = isoTime(c.tokensRevokedBefore);
+  return view;
+}
 
 /** A secret's public metadata: never the secret, never its hash. */
 export const clientSecretView = (s: ClientSecretRecord): ClientSecretInfo => ({ id: s.id, lastFour: s.lastFour, createdAt: isoTime(s.createdAt) });

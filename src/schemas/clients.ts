@@ -17,6 +17,9 @@ export const Client = Type.Object(
     name: Type.String(),
     audience: Type.String(),
     createdAt: DateTime("When the client was created (UTC)."),
+    tokensRevokedBefore: Type.Optional(
+      DateTime("Set by revoke-tokens: the client's tokens issued before this instant (UTC) are no longer active, also within the same second."),
+    ),
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,6 @@
 /**
- * @module schemas/oauth — the token endpoint's form parameters and answers (RFC 6749 §4.4, §5).
+ * @module schemas/oauth — the form parameters and answers of the token endpoint (RFC 6749 §4.4,
+ * §5), the introspection endpoint (RFC 7662) and the revocation endpoint (RFC 7009).
  * Names stay as the RFC spells them. Parameters are form-encoded; an empty value counts as
  * absent, a repeated one arrives as a list and fails "must be given once", and unrecognised
  * parameters are ignored (RFC 6749 §3.2).
@@ -34,4 +35,31 @@ export const OAuthErrorBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** The parameters of introspection and revocation: the token, and client authentication as at the token endpoint. */
+export const OAuthTokenStatusRequest = Type.Object(
+  {
+    token: param("The access token."),
+    token_type_hint: Type.Optional(param("Optional and ignored: every token here is an access token (unknown hints are ignored too).")),
+    client_id: Type.Optional(param("The calling client's id. With client_secret_post; with HTTP Basic it may be repeated here, and must then match.")),
+    client_secret: Type.Optional(param("A secret of the calling client (client_secret_post). Never together with HTTP Basic.")),
+  },
+  { additionalProperties: true },
+);
+/** RFC 7662 §2.2: `{active: false}` alone for an inactive token, the token's claims for an active one. */
+export const OAuthIntrospectionResponse = Type.Object(
+  {
+    active: Type.Boolean({ description: "Whether the token is active now: signed by this issuer's keys, not expired and not revoked." }),
+    client_id: Type.Optional(Type.String({ description: "The client the token was issued to." })),
+    sub: Type.Optional(Type.String({ description: "The token's subject: the client's id." })),
+    aud: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: "The token's audience, as in the token." })),
+    iss: Type.Optional(Type.String({ description: "The token's issuer." })),
+    exp: Type.Optional(Type.Integer({ description: "Expiry, seconds since the epoch." })),
+    iat: Type.Optional(Type.Integer({ description: "Issue time, seconds since the epoch." })),
+    jti: Type.Optional(Type.String({ description: "The token's unique id." })),
+    token_type: Type.Optional(Type.Literal("Bearer")),
+  },
+  { additionalProperties: false },
+);
+
 export type OAuthTokenRequest = Static<typeof OAuthTokenRequest>;
+export type OAuthTokenStatusRequest = Static<typeof OAuthTokenStatusRequest>;

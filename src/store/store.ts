@@ -63,6 +63,11 @@ export interface ClientRecord {
   audience: string;
   createdAt: number;
   updatedAt: number;
+  /**
+   * Set by "revoke all tokens of the client": a token of this client issued before this instant
+   * (epoch ms; compared with the token's `iat` in seconds) is no longer active.
+   */
+  tokensRevokedBefore?: number;
 }
 
 /**
@@ -197,6 +202,21 @@ export interface Store {
   getApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined>;
   listApiKeys(projectId: string): Promise<ApiKeyRecord[]>;
   updateApiKey(projectId: string, id: string, update: Updater<ApiKeyRecord>): Promise<ApiKeyRecord>;
+
+  /**
+   * Records that the token `jti` of the project is revoked until `expiresAt` (epoch ms: the
+   * token's `exp`), after which it is expired anyway and the entry may go. Idempotent: revoking
+   * again keeps the later `expiresAt`. Removes a few entries of the project expired at `now` in
+   * the same transaction, so the list stays bounded even without `pruneRevokedTokens`.
+   */
+  revokeToken(projectId: string, jti: string, expiresAt: number, now: number): Promise<void>;
+  /** Whether `jti` is revoked at `now`: an entry whose `expiresAt` is past counts as gone, pruned or not. */
+  isTokenRevoked(projectId: string, jti: string, now: number): Promise<boolean>;
+  /**
+   * Removes up to `limit` revocation entries (of any project) whose `expiresAt` is at or before
+   * `now`, in one transaction; returns how many it removed (fewer than `limit`: none are left).
+   */
+  pruneRevokedTokens(now: number, limit: number): Promise<number>;
 
   getKeySet(projectId: string): Promise<KeySetRecord | undefined>;
   /**

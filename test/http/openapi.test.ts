@@ -83,6 +83,23 @@ describe("OpenAPI document", () => {
     for (const code of ["invalid_request", "unsupported_grant_type", "invalid_target"]) expect(op?.responses["400"]?.description).toContain(code);
   });
 
+  test("introspection and revocation take a form body with `token`; introspection documents its answer", () => {
+    for (const path of ["/oauth/introspect", "/oauth/revoke"]) {
+      const op = doc.paths[path]?.post;
+      expect(op?.security).toEqual([]);
+      const form = op?.requestBody?.content["application/x-www-form-urlencoded"]?.schema as { properties: Record<string, unknown>; required: string[] };
+      expect(Object.keys(form.properties).sort()).toEqual(["client_id", "client_secret", "token", "token_type_hint"]);
+      expect(form.required).toEqual(["token"]);
+      expect(op?.responses["401"]?.description).toContain("invalid_client");
+    }
+    const answer = doc.paths["/oauth/introspect"]?.post?.responses["200"]?.content?.["application/json"]?.schema as { properties: Record<string, unknown>; required: string[] };
+    expect(Object.keys(answer.properties).sort()).toEqual(["active", "aud", "client_id", "exp", "iat", "iss", "jti", "sub", "token_type"]);
+    expect(answer.required).toEqual(["active"]);
+    expect(doc.paths["/oauth/revoke"]?.post?.responses["200"]?.content).toBeUndefined();
+    expect(doc.paths["/oauth/revoke"]?.post?.responses["400"]?.description).toContain("unauthorized_client");
+    expect(doc.paths["/v1/providers/{providerId}/clients/{clientId}/revoke-tokens"]?.post?.responses["200"]).toBeDefined();
+  });
+
   test("the secrets routes are documented with their schemas", () => {
     const base = "/v1/providers/{providerId}/clients/{clientId}/secrets";
     const created = doc.paths[base]?.post?.responses["201"]?.content?.["application/json"]?.schema as { properties: Record<string, unknown> };

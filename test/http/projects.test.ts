@@ -147,6 +147,30 @@ describe("projects", () => {
     await expectOAuthError(res, 401, "invalid_client");
   });
 
+  test("introspection and revocation are routed by Host and accept the project's tokens of both its hosts", async () => {
+    await asAcme("PATCH", "/v1/project", { customDomain: "auth.acme.test" });
+    const provider = await json<{ id: string }>(await asAcme("POST", "/v1/providers", { name: "p" }));
+    const client = await json<{ id: string }>(await asAcme("POST", `/v1/providers/${provider.id}/clients`, { name: "c", audience: "urn:api" }));
+    const secret = (await json<{ secret: string }>(await asAcme("POST", `/v1/providers/${provider.id}/clients/${client.id}/secrets`))).secret;
+    const tokenPath = `/v1/providers/${provider.id}/clients/${client.id}/tokens`;
+    const viaCustom = (await json<{ accessToken: string }>(await asAcme("POST", tokenPath, {}))).accessToken;
+    const viaOwn = (await json<{ accessToken: string }>(await asAcme("POST", tokenPath, { forceDefaultDomain: true }))).accessToken;
+    const call = (host: string, path: string, token: string) =>
+      atHost(host, "POST", path, new URLSearchParams({ token }).toString(), { ...FORM, authorization: basic(client.id, secret) });
+    const active = async (host: string, token: string) => (await json<{ active: boolean; iss?: string }>(await call(host, "/oauth/introspect", token)));
+
+    for (const host of [ACME_HOST, "auth.acme.test"]) {
+      expect(await active(host, viaCustom)).toMatchObject({ active: true, iss: "https://auth.acme.test" });
+      expect(await active(host, viaOwn)).toMatchObject({ active: true, iss: ACME });
+    }
+    // At the default project's host the client does not exist.
+    await expectOAuthError(await call("localhost", "/oauth/introspect", viaOwn), 401, "invalid_client");
+
+    expect((await call("auth.acme.test", "/oauth/revoke", viaOwn)).status).toBe(200);
+    expect(await active(ACME_HOST, viaOwn)).toEqual({ active: false });
+    expect((await active(ACME_HOST, viaCustom)).active).toBe(true);
+  });
+
   test("defaultTokenLifetime applies to REST tokens without expiresIn and to /oauth/token", async () => {
     expect((await json<ProjectBody>(await t.api("PATCH", "/v1/project", { defaultTokenLifetime: 600 }))).defaultTokenLifetime).toBe(600);
     const { providerId, clientId } = await createProviderAndClient(t);

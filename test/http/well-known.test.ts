@@ -46,6 +46,14 @@ describe("discovery document", () => {
     expect(doc.token_endpoint_auth_methods_supported).toEqual(["client_secret_basic", "client_secret_post"]);
   });
 
+  test("names the introspection and revocation endpoints, with the token endpoint's authentication methods", async () => {
+    const doc = await json<Record<string, unknown>>(await t.request("GET", "/.well-known/openid-configuration"));
+    expect(doc.introspection_endpoint).toBe("https://x.example.test/oauth/introspect");
+    expect(doc.revocation_endpoint).toBe("https://x.example.test/oauth/revoke");
+    expect(doc.introspection_endpoint_auth_methods_supported).toEqual(doc.token_endpoint_auth_methods_supported);
+    expect(doc.revocation_endpoint_auth_methods_supported).toEqual(doc.token_endpoint_auth_methods_supported);
+  });
+
   test("/.well-known/oauth-authorization-server (RFC 8414) serves the same body and headers", async () => {
     const oidc = await t.request("GET", "/.well-known/openid-configuration");
     const oauth = await t.request("GET", "/.well-known/oauth-authorization-server");

@@ -64,3 +64,62 @@ export async function expectInvalidClient(res: Response, mention?: string | RegE
   expect(res.headers.get("www-authenticate")).toBe('Basic realm="tokenmint"');
   return expectOAuthError(res, 401, "invalid_client", mention);
 }
+
+/** POST to an OAuth endpoint with `params` form-encoded (a string is sent as is). */
+export function formRequest(t: TestApp, path: string, params: Record<string, string> | string, headers: Record<string, string> = {}): Promise<Response> {
+  const body = typeof params === "string" ? params : new URLSearchParams(params).toString();
+  return t.request("POST", path, body, { ...FORM, ...headers });
+}
+
+/** A client with one secret, created through the management API. */
+export interface TestClient {
+  providerId: string;
+  clientId: string;
+  secret: string;
+  /** Its `Authorization: Basic` header. */
+  auth: Record<string, string>;
+}
+
+/** Creates a client (under `providerId`, or a new provider) and a secret for it. */
+export async function createTestClient(t: TestApp, providerId?: string, audience = "https://api.example.test"): Promise<TestClient> {
+  let pid = providerId;
+  if (pid === undefined) {
+    const provider = await t.api("POST", "/v1/providers", { name: "payments" });
+    expect(provider.status).toBe(201);
+    pid = ((await provider.json()) as { id: string }).id;
+  }
+  const res = await t.api("POST", `/v1/providers/${pid}/clients`, { name: "worker", audience });
+  expect(res.status).toBe(201);
+  const clientId = ((await res.json()) as { id: string }).id;
+  const { secret } = await createSecret(t, pid, clientId);
+  return { providerId: pid, clientId, secret, auth: { authorization: basic(clientId, secret) } };
+}
+
+/** An access token for `client` from the token endpoint (expects 200). */
+export async function issueToken(t: TestApp, client: TestClient): Promise<string> {
+  const res = await tokenRequest(t, { grant_type: "client_credentials" }, client.auth);
+  expect({ status: res.status, body: res.status === 200 ? "" : await res.clone().text() }).toEqual({ status: 200, body: "" });
+  return ((await res.json()) as { access_token: string }).access_token;
+}
+
+/** POST /oauth/introspect as `caller` and the answer's body (expects 200, not cached). */
+export async function introspect(t: TestApp, caller: TestClient, token: string, extra: Record<string, string> = {}): Promise<Record<string, unknown>> {
+  const res = await formRequest(t, "/oauth/introspect", { token, ...extra }, caller.auth);
+  expect({ status: res.status, body: res.status === 200 ? "" : await res.clone().text() }).toEqual({ status: 200, body: "" });
+  expect(mediaType(res)).toBe("application/json");
+  expect(res.headers.get("cache-control")).toBe("no-store");
+  return json<Record<string, unknown>>(res);
+}
+
+/** Whether introspection by `caller` reports `token` active. */
+export const isActive = async (t: TestApp, caller: TestClient, token: string) => (await introspect(t, caller, token)).active;
+
+/** POST /oauth/revoke as `caller`. */
+export const revoke = (t: TestApp, caller: TestClient, token: string, extra: Record<string, string> = {}) =>
+  formRequest(t, "/oauth/revoke", { token, ...extra }, caller.auth);
+
+/** Asserts the RFC 7009 success: 200, empty body, not cached. */
+export async function expectRevoked(res: Response): Promise<void> {
+  expect({ status: res.status, body: await res.text() }).toEqual({ status: 200, body: "" });
+  expect(res.headers.get("cache-control")).toBe("no-store");
+}

@@ -18,6 +18,7 @@ import {
   storeErrorKind,
 } from "./fixtures.ts";
 import { runClientSecretContract } from "./contract-secrets.ts";
+import { runRevocationContract } from "./contract-revocation.ts";
 
 export type StoreFactory = () => Promise<{ store: Store; cleanup: () => Promise<void> }>;
 
@@ -162,6 +163,7 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 
     // Client-id lookups and client secrets: contract-secrets.ts.
     runClientSecretContract(() => store, A, B);
+    runRevocationContract(() => store, A, B);
 
     test("paging: providers list in creation order, `last` is undefined on the last page", async () => {
       expect(await store.listProviders(A, { limit: 2 })).toEqual({ items: [], last: undefined });

@@ -58,6 +58,7 @@ describe("lmdb store", () => {
       await first.createClient(c);
       await first.createApiKey(k);
       expect(await first.swapKeySet(keySetRecord(A, 1), 0)).toBe(true);
+      await first.revokeToken(A, "jti-1", T0 + 60_000, T0);
       await first.close();
 
       const second = openLmdbStore(path);
@@ -67,6 +68,7 @@ describe("lmdb store", () => {
       expect(await second.getClient(A, p.id, c.id)).toEqual(c);
       expect(await second.getApiKeyByHash("h")).toEqual(k);
       expect(await second.getKeySet(A)).toEqual(keySetRecord(A, 1));
+      expect(await second.isTokenRevoked(A, "jti-1", T0)).toBe(true);
       await second.close();
     }));
 

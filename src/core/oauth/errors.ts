@@ -1,14 +1,21 @@
 /**
  * @module core/oauth/errors
  * Errors of the OAuth endpoints, answered in the RFC 6749 §5.2 form `{error, error_description}`
- * instead of our `{code, message}`. OAuthError is what the token endpoint throws; every other
+ * instead of our `{code, message}`. OAuthError is what the OAuth endpoints throw; every other
  * failure of an /oauth/ request (validation, parse, 404, 405, 413, 503, faults) is mapped onto the
  * same form and keeps its HTTP status. The error handler is the only renderer.
  */
 import { AppError, ERROR_TABLE, type ErrorCode } from "../../errors.ts";
 
 /** Every `error` value an OAuth endpoint answers. */
-export type OAuthErrorCode = "invalid_request" | "invalid_client" | "unsupported_grant_type" | "invalid_target" | "server_error" | "temporarily_unavailable";
+export type OAuthErrorCode =
+  | "invalid_request"
+  | "invalid_client"
+  | "unsupported_grant_type"
+  | "invalid_target"
+  | "unauthorized_client"
+  | "server_error"
+  | "temporarily_unavailable";
 
 /** Default status and meaning of each OAuth error code (docs/errors.md lists them; a test keeps both in step). */
 export const OAUTH_ERROR_TABLE: Readonly<Record<OAuthErrorCode, { status: number; description: string }>> = {
@@ -16,6 +23,7 @@ export const OAUTH_ERROR_TABLE: Readonly<Record<OAuthErrorCode, { status: number
   invalid_client: { status: 401, description: "Client authentication failed." },
   unsupported_grant_type: { status: 400, description: "Only grant_type=client_credentials is supported." },
   invalid_target: { status: 400, description: "The audience is not the client's audience." },
+  unauthorized_client: { status: 400, description: "The client may not do this: it may revoke only tokens issued to it." },
   server_error: { status: 500, description: ERROR_TABLE.internal_error.message },
   temporarily_unavailable: { status: 503, description: ERROR_TABLE.unavailable.message },
 };

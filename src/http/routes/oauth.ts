@@ -1,20 +1,38 @@
 /**
  * @module http/routes/oauth
- * The OAuth 2.0 token endpoint (RFC 6749 §4.4, client credentials). Public: the client
- * authenticates with its own secret, not an API key. The body is form-encoded (body-parser.ts)
- * and every error is `{error, error_description}` (error-handler.ts), both by the /oauth/ prefix.
+ * The OAuth 2.0 endpoints: token (RFC 6749 §4.4, client credentials), introspection (RFC 7662)
+ * and revocation (RFC 7009). Public: the client authenticates with its own secret, not an API
+ * key. The body is form-encoded (body-parser.ts) and every error is `{error, error_description}`
+ * (error-handler.ts), both by the /oauth/ prefix. No answer is ever cached.
  * The `Host` header picks the project, like discovery: a token issued here carries the issuer of
  * the host it was asked at, so it matches the discovery document a verifier read there.
+ * Introspection and revocation accept the project's tokens of either of its hosts.
  */
 import { clientCredentialsToken } from "../../core/oauth/client-credentials.ts";
+import { introspectToken } from "../../core/oauth/introspection.ts";
+import { revokeAccessToken } from "../../core/oauth/revocation.ts";
+import { VerificationKeySets, type TokenProject } from "../../core/oauth/token-status.ts";
 import type { AppContext } from "../../context.ts";
-import { OAuthTokenRequest, OAuthTokenResponse } from "../../schemas/oauth.ts";
+import { OAuthIntrospectionResponse, OAuthTokenRequest, OAuthTokenResponse, OAuthTokenStatusRequest } from "../../schemas/oauth.ts";
 import { requestHost, type RouteDef } from "../route.ts";
 
 /** Path of the token endpoint, below the issuer. */
 export const TOKEN_ENDPOINT_PATH = "/oauth/token";
+/** Path of the introspection endpoint (RFC 7662), below the issuer. */
+export const INTROSPECTION_ENDPOINT_PATH = "/oauth/introspect";
+/** Path of the revocation endpoint (RFC 7009), below the issuer. */
+export const REVOCATION_ENDPOINT_PATH = "/oauth/revoke";
+
+const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" };
 
 export function oauthRoutes(ctx: AppContext): RouteDef[] {
+  const deps = { store: ctx.store, clock: ctx.clock, keySets: new VerificationKeySets() };
+  /** The project a request's Host names; its tokens carry the issuer of its own host or of its custom domain. */
+  const project = (request: Request): TokenProject => {
+    const { project } = ctx.projects.resolveHost(requestHost(request));
+    const issuers = project.customUrl === undefined ? [project.url] : [project.url, project.customUrl];
+    return { projectId: project.id, issuers, ring: ctx.keys.ring(project.id) };
+  };
   return [
     {
       method: "POST",
@@ -31,6 +49,39 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
         set.headers["cache-control"] = "no-store";
         set.headers.pragma = "no-cache";
         return answer;
+      },
+    },
+    {
+      method: "POST",
+      path: INTROSPECTION_ENDPOINT_PATH,
+      summary: "OAuth 2.0 token introspection (RFC 7662): is this access token of the project active?",
+      tag: "oauth",
+      auth: false,
+      body: OAuthTokenStatusRequest,
+      success: {
+        status: 200,
+        schema: OAuthIntrospectionResponse,
+        description: "`{active: false}` for any token not active now; the token's claims with `active: true` otherwise (`Cache-Control: no-store`).",
+      },
+      errors: [400, 401, 413],
+      handler: async ({ body, request, set }) => {
+        const answer = await introspectToken(deps, project(request), request.headers.get("authorization"), body as OAuthTokenStatusRequest);
+        Object.assign(set.headers, NO_STORE);
+        return answer;
+      },
+    },
+    {
+      method: "POST",
+      path: REVOCATION_ENDPOINT_PATH,
+      summary: "OAuth 2.0 token revocation (RFC 7009): revoke one of the calling client's access tokens",
+      tag: "oauth",
+      auth: false,
+      body: OAuthTokenStatusRequest,
+      success: { status: 200, description: "Empty body: the token is revoked, or was never an active token (`Cache-Control: no-store`)." },
+      errors: [400, 401, 413],
+      handler: async ({ body, request }) => {
+        await revokeAccessToken(deps, project(request), request.headers.get("authorization"), body as OAuthTokenStatusRequest);
+        return new Response(null, { status: 200, headers: NO_STORE });
       },
     },
   ];

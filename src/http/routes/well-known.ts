@@ -12,7 +12,7 @@ import { GRANT_TYPES } from "../../core/oauth/client-credentials.ts";
 import type { AppContext } from "../../context.ts";
 import type { KeyRing } from "../../keys/key-ring.ts";
 import { requestHost, type RouteDef } from "../route.ts";
-import { TOKEN_ENDPOINT_PATH } from "./oauth.ts";
+import { INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_PATH } from "./oauth.ts";
 
 /** The claims every access token carries. */
 const CLAIMS = ["iss", "sub", "client_id", "aud", "iat", "exp", "jti"];
@@ -25,6 +25,10 @@ export function discoveryDocument(issuer: string, ring: KeyRing): Record<string,
     token_endpoint: `${issuer}${TOKEN_ENDPOINT_PATH}`,
     grant_types_supported: [...GRANT_TYPES],
     token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
+    introspection_endpoint: `${issuer}${INTROSPECTION_ENDPOINT_PATH}`,
+    introspection_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
+    revocation_endpoint: `${issuer}${REVOCATION_ENDPOINT_PATH}`,
+    revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
     response_types_supported: ["token"],
     subject_types_supported: ["public"],
     id_token_signing_alg_values_supported: ring.algs,

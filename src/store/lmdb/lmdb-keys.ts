@@ -8,6 +8,9 @@
 /** Last key of any string range starting with `prefix`. */
 export const rangeEnd = (prefix: string) => `${prefix}\uffff`;
 
+/** An epoch-ms instant as a fixed-width string, so string order is time order. */
+const epochKey = (ms: number) => String(Math.max(0, Math.floor(ms))).padStart(16, "0");
+
 export const key = {
   meta: (name: string) => `meta:${name}`,
   project: (id: string) => `project:${id}`,
@@ -26,4 +29,11 @@ export const key = {
   apiKeysOf: (projectId: string) => `apikey:${projectId}:`,
   apiKeyHash: (hash: string) => `apikeyhash:${hash}`,
   keySet: (projectId: string) => `keyset:${projectId}`,
+  /** A revoked token's jti → its `expiresAt`. */
+  revoked: (projectId: string, jti: string) => `revoked:${projectId}:${jti}`,
+  /** The same entry ordered by expiry, for pruning: a range up to `revokedUntil(now)` is what has expired. */
+  revokedExpiry: (projectId: string, expiresAt: number, jti: string) => `revokedexp:${projectId}:${epochKey(expiresAt)}:${jti}`,
+  revokedExpiriesOf: (projectId: string) => `revokedexp:${projectId}:`,
+  /** Exclusive end of the expiry entries of a project at or before `now`. */
+  revokedUntil: (projectId: string, now: number) => `revokedexp:${projectId}:${epochKey(now)}:\uffff`,
 };

@@ -5,7 +5,9 @@
  * a listing is one range scan and never crosses projects. Writes run in lmdb transactions whose
  * promise resolves only once the commit is flushed, so a resolved write is durable. Several
  * processes (the server and the CLI) may use the file at once; LMDB serializes their writers.
- * A client, its client-id index and its secrets change together, in one transaction.
+ * A client, its client-id index and its secrets change together, in one transaction. A revoked
+ * token is one entry by jti and one by expiry, written and removed together; the expiry order
+ * makes pruning a bounded range scan.
  * `backup` copies the environment from one read snapshot; `openLmdbFileReadOnly` reads a data
  * file or a backup without changing it.
  */
@@ -27,6 +29,9 @@ import {
 } from "../store.ts";
 import { backupEnvironment, lmdbFileProblem } from "./lmdb-file.ts";
 import { key, rangeEnd } from "./lmdb-keys.ts";
+
+/** How many expired revocations `revokeToken` removes in passing. */
+const PRUNE_ON_REVOKE = 16;
 
 /** File name of the LMDB environment inside the data directory. */
 export const LMDB_FILE = "tokenmint.mdb";
@@ -285,6 +290,45 @@ export class LmdbStore implements Store {
 
   updateApiKey(projectId: string, id: string, update: Updater<ApiKeyRecord>): Promise<ApiKeyRecord> {
     return this.#update(key.apiKey(projectId, id), "API key", update);
+  }
+
+  async revokeToken(projectId: string, jti: string, expiresAt: number, now: number): Promise<void> {
+    await this.#write(() => {
+      const k = key.revoked(projectId, jti);
+      const current = this.#get<number>(k);
+      if (current === undefined || current < expiresAt) {
+        if (current !== undefined) this.#db.removeSync(key.revokedExpiry(projectId, current, jti));
+        this.#db.putSync(k, expiresAt);
+        this.#db.putSync(key.revokedExpiry(projectId, expiresAt, jti), jti);
+      }
+      this.#pruneProject(projectId, now, PRUNE_ON_REVOKE);
+    });
+  }
+
+  async isTokenRevoked(projectId: string, jti: string, now: number): Promise<boolean> {
+    const expiresAt = this.#get<number>(key.revoked(projectId, jti));
+    return expiresAt !== undefined && expiresAt > now;
+  }
+
+  async pruneRevokedTokens(now: number, limit: number): Promise<number> {
+    return this.#write(() => {
+      let removed = 0;
+      for (const { value } of this.#db.getRange({ start: "project:", end: rangeEnd("project:") })) {
+        if (removed >= limit) break;
+        removed += this.#pruneProject((value as ProjectRecord).id, now, limit - removed);
+      }
+      return removed;
+    });
+  }
+
+  /** Inside a write transaction: removes up to `limit` revocations of the project expired at `now`. */
+  #pruneProject(projectId: string, now: number, limit: number): number {
+    const expired = [...this.#db.getRange({ start: key.revokedExpiriesOf(projectId), end: key.revokedUntil(projectId, now), limit })];
+    for (const { key: k, value } of expired) {
+      this.#db.removeSync(k);
+      this.#db.removeSync(key.revoked(projectId, value as string));
+    }
+    return expired.length;
   }
 
   async getKeySet(projectId: string): Promise<KeySetRecord | undefined> {

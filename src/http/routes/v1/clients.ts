@@ -1,4 +1,4 @@
-/** @module http/routes/v1/clients — CRUD of clients under a provider. */
+/** @module http/routes/v1/clients — CRUD of clients under a provider, and revoking all of a client's tokens. */
 import * as clients from "../../../core/clients.ts";
 import type { AppContext } from "../../../context.ts";
 import { Client, ClientCreate, ClientParams, ClientPatch } from "../../../schemas/clients.ts";
@@ -70,6 +70,18 @@ export function clientRoutes(ctx: AppContext): RouteDef[] {
         clientView(
           await clients.updateClient(store, principal.projectId, params.providerId as string, params.clientId as string, body as ClientPatch, clock.now()),
         ),
+    },
+    {
+      method: "POST",
+      path: `${base}/:clientId/revoke-tokens`,
+      summary: "Revoke every token the client was issued until now",
+      tag,
+      auth: true,
+      params: ClientParams,
+      success: { status: 200, schema: Client, description: "The client, with `tokensRevokedBefore` set to now: introspection reports its earlier tokens inactive." },
+      errors: [400, 404],
+      handler: async ({ principal, params }) =>
+        clientView(await clients.revokeClientTokens(store, principal.projectId, params.providerId as string, params.clientId as string, clock.now())),
     },
     {
       method: "DELETE",
