@@ -90,6 +90,29 @@ for (const alg of ALGS) {
           }
         });
 
+        test("tokenIntrospection and tokenRevocation (RFC 7662, RFC 7009) from discovery: active, then revoked, as openid-client reads them", async () => {
+          const exchanges: Exchange[] = [];
+          const config = await openidClientConfig(s, method, exchanges);
+          const metadata = config.serverMetadata();
+          expect(metadata.introspection_endpoint).toBe(`${s.issuer}/oauth/introspect`);
+          expect(metadata.revocation_endpoint).toBe(`${s.issuer}/oauth/revoke`);
+          const { access_token: token } = await oidc.clientCredentialsGrant(config);
+
+          const active = await oidc.tokenIntrospection(config, token);
+          expect(active).toMatchObject({ active: true, client_id: s.clientId, sub: s.clientId, aud: s.audience, iss: s.issuer, token_type: "Bearer" });
+          expect(typeof active.exp).toBe("number");
+          await oidc.tokenRevocation(config, token, { token_type_hint: "access_token" });
+          expect((await oidc.tokenIntrospection(config, token)).active).toBe(false);
+          const revoke = exchanges.find((e) => e.url === `${s.issuer}/oauth/revoke`) as Exchange;
+          expect(new URLSearchParams(revoke.body).get("token")).toBe(token);
+          (SENDS[method] as (typeof SENDS)[string])(s, revoke, new URLSearchParams(revoke.body));
+          // RFC 7009 §2.2: revoking what is no longer an active token still succeeds.
+          await oidc.tokenRevocation(config, token);
+          await oidc.tokenRevocation(config, "not-a-token");
+          // RFC 7662 §2.2: anything else is just inactive.
+          expect(await oidc.tokenIntrospection(config, "not-a-token")).toEqual({ active: false });
+        });
+
         test("the audience parameter, equal to the client's, is accepted", async () => {
           const config = await openidClientConfig(s, method);
           const tokens = await oidc.clientCredentialsGrant(config, { audience: s.audience });
