@@ -5,6 +5,7 @@
  * read), with caching headers, a strong ETag and CORS for browsers. Never logged.
  * The issuer comes from configuration only; request headers (Host, X-Forwarded-*) are ignored.
  */
+import { ASSERTION_ALGS } from "../../core/oauth/client-assertion.ts";
 import { CLIENT_AUTH_METHODS } from "../../core/oauth/client-auth.ts";
 import { GRANT_TYPES } from "../../core/oauth/client-credentials.ts";
 import type { AppContext } from "../../context.ts";
@@ -26,7 +27,7 @@ export function discoveryDocument(issuer: string, ring: KeyRing): Record<string,
     response_types_supported: ["token"],
     subject_types_supported: ["public"],
     id_token_signing_alg_values_supported: ring.algs,
-    token_endpoint_auth_signing_alg_values_supported: ring.algs,
+    token_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGS],
     claims_supported: CLAIMS,
   };
 }
