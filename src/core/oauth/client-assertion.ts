@@ -71,6 +71,9 @@ const isAssertionAlg = (alg: unknown): alg is AssertionAlg => typeof alg === "st
 /** A header or claim value quoted for a description, when it is short printable text. */
 const shown = (value: unknown) => (typeof value === "string" && /^[\x20-\x7e]{1,80}$/.test(value) ? `'${value}'` : "(not shown)");
 
+/** The refusal of an unknown client and of a client without keys alike. */
+export const NO_CLIENT_KEYS = "Client authentication failed: unknown client, or a client without registered public keys (PUT .../jwks).";
+
 const NOT_A_JWT = "client_assertion is not a JWT: send a compact JWS (header.payload.signature) signed with one of the client's registered keys.";
 
 /**
@@ -101,8 +104,9 @@ function candidateKeys(keys: readonly Record<string, string>[], alg: AssertionAl
   return fitting;
 }
 
-/** A refusal of jose's claim checks as invalid_client naming the claim. */
+/** A refusal of jose's checks as invalid_client naming the claim; anything but a JOSE error is a fault and rethrown. */
 function claimRefusal(error: unknown, audiences: readonly string[]): OAuthError {
+  if (!(error instanceof errors.JOSEError)) throw error;
   if (error instanceof errors.JWTExpired) return invalidClient("client_assertion has expired (exp): sign a new assertion for each request.");
   if (error instanceof errors.JWTClaimValidationFailed) {
     if (error.reason === "missing") return invalidClient(`client_assertion lacks the required '${error.claim}' claim.`);
@@ -163,7 +167,7 @@ export async function verifyClientAssertion(store: Store, client: ClientRecord, 
     throw invalidClient(`client_assertion alg ${shown(header.alg)} is not accepted; sign with one of ${ASSERTION_ALGS.join(", ")}.`);
   }
   const jwks = await store.getClientJwks(client.projectId, client.id);
-  if (jwks === undefined) throw invalidClient("Client authentication failed: unknown client, or a client without registered public keys (PUT .../jwks).");
+  if (jwks === undefined) throw invalidClient(NO_CLIENT_KEYS);
   const claims = await verifiedClaims(assertion, header, candidateKeys(jwks.keys, header.alg, header.kid), client, check);
   const { exp, jti } = checkLifetimeAndJti(claims, Math.floor(check.now / 1000));
   if (!(await store.useAssertionJti(client.projectId, client.id, jti, Math.ceil((exp + ASSERTION_CLOCK_SKEW_S) * 1000), check.now))) {

@@ -14,7 +14,7 @@ import type { AppContext } from "../../context.ts";
 import type { ClientRecord, Store } from "../../store/store.ts";
 import { clientSecretMatches } from "../client-secrets.ts";
 import { isUuid } from "../ids.ts";
-import { assertionClientId, CLIENT_ASSERTION_TYPE, verifyClientAssertion } from "./client-assertion.ts";
+import { assertionClientId, CLIENT_ASSERTION_TYPE, NO_CLIENT_KEYS, verifyClientAssertion, type AssertionCheck } from "./client-assertion.ts";
 import { invalidClient, OAuthError } from "./errors.ts";
 
 /** The client authentication methods of the OAuth endpoints, as discovery names them. */
@@ -109,10 +109,10 @@ export function readClientCredentials(authorization: string | null, params: Clie
 }
 
 /** The client the credentials prove, or invalid_client. Unknown client and wrong secret look alike. */
-async function verifiedClient(store: Store, projectId: string, credentials: ClientCredentials, check: { audiences: readonly string[]; now: number }): Promise<ClientRecord> {
+async function verifiedClient(store: Store, projectId: string, credentials: ClientCredentials, check: AssertionCheck): Promise<ClientRecord> {
   const client = isUuid(credentials.clientId) ? await store.getClientById(projectId, credentials.clientId) : undefined;
   if (credentials.method === "private_key_jwt") {
-    if (client === undefined) throw invalidClient("Client authentication failed: unknown client, or a client without registered public keys (PUT .../jwks).");
+    if (client === undefined) throw invalidClient(NO_CLIENT_KEYS);
     await verifyClientAssertion(store, client, credentials.assertion, check);
     return client;
   }
