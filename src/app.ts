@@ -14,6 +14,7 @@ import { requestLog } from "./http/plugins/request-log.ts";
 import type { RouteDef, RouteInput } from "./http/route.ts";
 import { healthRoutes } from "./http/routes/health.ts";
 import { oauthRoutes } from "./http/routes/oauth.ts";
+import { clientJwksRoutes } from "./http/routes/v1/client-jwks.ts";
 import { clientSecretRoutes } from "./http/routes/v1/client-secrets.ts";
 import { clientRoutes } from "./http/routes/v1/clients.ts";
 import { keyRoutes } from "./http/routes/v1/keys.ts";
@@ -29,6 +30,7 @@ export function routeTable(ctx: AppContext): RouteDef[] {
     ...providerRoutes(ctx),
     ...clientRoutes(ctx),
     ...clientSecretRoutes(ctx),
+    ...clientJwksRoutes(ctx),
     ...tokenRoutes(ctx),
     ...keyRoutes(ctx),
     ...projectRoutes(ctx),

@@ -5,12 +5,13 @@
  */
 import type { ResolvedProject } from "../core/projects.ts";
 import type { KeyView } from "../keys/key-service.ts";
+import type { ClientJwk, ClientJwks } from "../schemas/client-jwks.ts";
 import type { ClientSecretInfo } from "../schemas/client-secrets.ts";
 import type { Client } from "../schemas/clients.ts";
 import type { KeyInfo } from "../schemas/keys.ts";
 import type { Project } from "../schemas/projects.ts";
 import type { Provider } from "../schemas/providers.ts";
-import type { ClientRecord, ClientSecretRecord, ProviderRecord } from "../store/store.ts";
+import type { ClientJwksRecord, ClientRecord, ClientSecretRecord, ProviderRecord } from "../store/store.ts";
 
 export const isoTime = (ms: number) => new Date(ms).toISOString();
 export const providerView = (p: ProviderRecord): Provider => ({ id: p.id, name: p.name, description: p.description, createdAt: isoTime(p.createdAt) });
@@ -23,6 +24,14 @@ export function clientView(c: ClientRecord): Client {
 
 /** A secret's public metadata: never the secret, never its hash. */
 export const clientSecretView = (s: ClientSecretRecord): ClientSecretInfo => ({ id: s.id, lastFour: s.lastFour, createdAt: isoTime(s.createdAt) });
+
+/** The members a client public key may show (schemas/client-jwks.ts ClientJwk). */
+const CLIENT_JWK_MEMBERS = ["kty", "kid", "use", "alg", "n", "e", "crv", "x", "y"] as const;
+
+/** A client's public keys as a JWK Set, each key copied member by member (never a private one). */
+export const clientJwksView = (r: ClientJwksRecord): ClientJwks => ({
+  keys: r.keys.map((key) => Object.fromEntries(CLIENT_JWK_MEMBERS.filter((m) => key[m] !== undefined).map((m) => [m, key[m]])) as ClientJwk),
+});
 
 export function keyView(k: KeyView): KeyInfo {
   const view: KeyInfo = { kid: k.kid, alg: k.alg, state: k.state, createdAt: isoTime(k.createdAt) };

@@ -12,8 +12,14 @@ const param = (description: string) => Type.String({ description, errorMessage: 
 export const OAuthTokenRequest = Type.Object(
   {
     grant_type: param("Must be `client_credentials`."),
-    client_id: Type.Optional(param("The client's id. With client_secret_post; with HTTP Basic it may be repeated here, and must then match.")),
+    client_id: Type.Optional(
+      param("The client's id. With client_secret_post; with HTTP Basic or a client_assertion it may be repeated here, and must then match."),
+    ),
     client_secret: Type.Optional(param("A secret of the client (client_secret_post). Never together with HTTP Basic.")),
+    client_assertion_type: Type.Optional(param("`urn:ietf:params:oauth:client-assertion-type:jwt-bearer` with client_assertion (private_key_jwt).")),
+    client_assertion: Type.Optional(
+      param("A JWT signed with one of the client's registered keys (private_key_jwt): iss = sub = client id, aud = issuer or token endpoint, exp, jti."),
+    ),
     audience: Type.Optional(param("Optional. Must equal the client's audience; the token's `aud` is always the client's audience.")),
   },
   { additionalProperties: true },
@@ -42,6 +48,10 @@ export const OAuthTokenStatusRequest = Type.Object(
     token_type_hint: Type.Optional(param("Optional and ignored: every token here is an access token (unknown hints are ignored too).")),
     client_id: Type.Optional(param("The calling client's id. With client_secret_post; with HTTP Basic it may be repeated here, and must then match.")),
     client_secret: Type.Optional(param("A secret of the calling client (client_secret_post). Never together with HTTP Basic.")),
+    client_assertion_type: Type.Optional(param("`urn:ietf:params:oauth:client-assertion-type:jwt-bearer` with client_assertion (private_key_jwt).")),
+    client_assertion: Type.Optional(
+      param("A JWT signed with one of the calling client's registered keys (private_key_jwt): iss = sub = client id, aud = issuer or this endpoint's URL, exp, jti."),
+    ),
   },
   { additionalProperties: true },
 );

@@ -86,6 +86,19 @@ export interface ClientSecretRecord {
   createdAt: number;
 }
 
+/**
+ * The public keys a client authenticates with by `private_key_jwt` (RFC 7523): one record per
+ * client, replaced as a whole. Kept apart from the client record so that reading a client (every
+ * token request, every listing) does not carry its keys, like its secrets.
+ */
+export interface ClientJwksRecord {
+  projectId: string;
+  clientId: string;
+  /** Public JWK members only (kty, kid, use, alg, n, e, crv, x, y); every key has a unique kid. */
+  keys: Record<string, string>[];
+  updatedAt: number;
+}
+
 /** A management API key. Only the SHA-256 of the secret is kept. */
 export interface ApiKeyRecord {
   id: string;
@@ -183,7 +196,7 @@ export interface Store {
   getClientById(projectId: string, id: string): Promise<ClientRecord | undefined>;
   listClients(projectId: string, providerId: string, page: PageRequest): Promise<Page<ClientRecord>>;
   updateClient(projectId: string, providerId: string, id: string, update: Updater<ClientRecord>): Promise<ClientRecord>;
-  /** Deletes the client and all its secrets in one transaction; not_found when absent. */
+  /** Deletes the client, all its secrets and its public keys in one transaction; not_found when absent. */
   deleteClient(projectId: string, providerId: string, id: string): Promise<void>;
 
   /**
@@ -196,6 +209,21 @@ export interface Store {
   listClientSecrets(projectId: string, clientId: string): Promise<ClientSecretRecord[]>;
   /** Deletes (revokes) one secret; not_found when absent. */
   deleteClientSecret(projectId: string, clientId: string, id: string): Promise<void>;
+
+  /** Replaces the client's public keys; not_found when the client does not exist (same transaction). */
+  putClientJwks(jwks: ClientJwksRecord): Promise<void>;
+  /** The client's public keys, or undefined when it has none (or does not exist). */
+  getClientJwks(projectId: string, clientId: string): Promise<ClientJwksRecord | undefined>;
+  /** Removes the client's public keys; not_found when it has none. */
+  deleteClientJwks(projectId: string, clientId: string): Promise<void>;
+
+  /**
+   * Records the use of a client assertion's `jti` until `expiresAt`, atomically across processes:
+   * true the first time, false while an earlier use of the same (client, jti) is unexpired at
+   * `now`. Each call also removes a bounded number of the project's entries expired at `now`, so
+   * the records never outgrow the assertions used within their (short) lifetime.
+   */
+  useAssertionJti(projectId: string, clientId: string, jti: string, expiresAt: number, now: number): Promise<boolean>;
 
   /** Throws already_exists when a key with the same hash exists. */
   createApiKey(key: ApiKeyRecord): Promise<void>;

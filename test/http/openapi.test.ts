@@ -73,7 +73,7 @@ describe("OpenAPI document", () => {
     const op = doc.paths["/oauth/token"]?.post;
     expect(op?.security).toEqual([]);
     const form = op?.requestBody?.content["application/x-www-form-urlencoded"]?.schema as { properties: Record<string, unknown>; required: string[] };
-    expect(Object.keys(form.properties).sort()).toEqual(["audience", "client_id", "client_secret", "grant_type"]);
+    expect(Object.keys(form.properties).sort()).toEqual(["audience", "client_assertion", "client_assertion_type", "client_id", "client_secret", "grant_type"]);
     expect(form.required).toEqual(["grant_type"]);
     expect(op?.requestBody?.content["application/json"]).toBeUndefined();
     expect(op?.responses["200"]?.content?.["application/json"]?.schema).toMatchObject({
@@ -88,7 +88,7 @@ describe("OpenAPI document", () => {
       const op = doc.paths[path]?.post;
       expect(op?.security).toEqual([]);
       const form = op?.requestBody?.content["application/x-www-form-urlencoded"]?.schema as { properties: Record<string, unknown>; required: string[] };
-      expect(Object.keys(form.properties).sort()).toEqual(["client_id", "client_secret", "token", "token_type_hint"]);
+      expect(Object.keys(form.properties).sort()).toEqual(["client_assertion", "client_assertion_type", "client_id", "client_secret", "token", "token_type_hint"]);
       expect(form.required).toEqual(["token"]);
       expect(op?.responses["401"]?.description).toContain("invalid_client");
     }
@@ -108,6 +108,22 @@ describe("OpenAPI document", () => {
     const listed = doc.paths[base]?.get?.responses["200"]?.content?.["application/json"]?.schema as { properties: { items: { items: { properties: Record<string, unknown> } } } };
     expect(Object.keys(listed.properties.items.items.properties).sort()).toEqual(["createdAt", "id", "lastFour"]);
     expect(doc.paths[`${base}/{secretId}`]?.delete?.responses["204"]).toBeDefined();
+  });
+
+  test("the client key routes are documented: PUT takes {keys}, PUT and GET answer a JWK Set of public members only", () => {
+    const ops = doc.paths["/v1/providers/{providerId}/clients/{clientId}/jwks"];
+    expect(Object.keys(ops ?? {}).sort()).toEqual(["delete", "get", "put"]);
+    const body = ops?.put?.requestBody?.content["application/json"]?.schema as { properties: Record<string, Record<string, unknown>>; required: string[] };
+    expect(body.required).toEqual(["keys"]);
+    expect(body.properties.keys).toMatchObject({ type: "array", minItems: 1, maxItems: 5 });
+    for (const method of ["put", "get"] as const) {
+      const set = ops?.[method]?.responses["200"]?.content?.["application/json"]?.schema as { properties: { keys: { items: { properties: Record<string, unknown>; additionalProperties: boolean } } } };
+      expect(Object.keys(set.properties.keys.items.properties).sort()).toEqual(["alg", "crv", "e", "kid", "kty", "n", "use", "x", "y"]);
+      expect(set.properties.keys.items.additionalProperties).toBe(false);
+    }
+    expect(ops?.put?.responses["400"]).toBeDefined();
+    expect(ops?.get?.responses["404"]).toBeDefined();
+    expect(ops?.delete?.responses["204"]).toBeDefined();
   });
 
   test("the token request schema lists expiresIn as an integer with maximum 172800, and the flags as booleans", () => {

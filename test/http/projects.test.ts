@@ -4,7 +4,7 @@
  * forceDefaultDomain, and the per-project settings (algorithm, rotation period, token lifetime).
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from "jose";
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, SignJWT, type JSONWebKeySet } from "jose";
 import { createApiKey } from "../../src/core/api-keys.ts";
 import { createProject } from "../../src/core/projects.ts";
 import { buildTestApp, createProviderAndClient, type TestApp } from "../helpers/app.ts";
@@ -169,6 +169,35 @@ describe("projects", () => {
     expect((await call("auth.acme.test", "/oauth/revoke", viaOwn)).status).toBe(200);
     expect(await active(ACME_HOST, viaOwn)).toEqual({ active: false });
     expect((await active(ACME_HOST, viaCustom)).active).toBe(true);
+  });
+
+  test("private_key_jwt at a project's host: the assertion's aud must name that host", async () => {
+    const provider = await json<{ id: string }>(await asAcme("POST", "/v1/providers", { name: "p" }));
+    const client = await json<{ id: string }>(await asAcme("POST", `/v1/providers/${provider.id}/clients`, { name: "c", audience: "urn:api" }));
+    const key = await generateKeyPair("ES256", { extractable: true });
+    const put = await asAcme("PUT", `/v1/providers/${provider.id}/clients/${client.id}/jwks`, { keys: [await exportJWK(key.publicKey)] });
+    expect(put.status).toBe(200);
+    const now = Math.floor(t.clock.now() / 1000);
+    const ask = async (aud: string) => {
+      const assertion = await new SignJWT({})
+        .setProtectedHeader({ alg: "ES256" })
+        .setIssuer(client.id)
+        .setSubject(client.id)
+        .setAudience(aud)
+        .setJti(crypto.randomUUID())
+        .setIssuedAt(now)
+        .setExpirationTime(now + 60)
+        .sign(key.privateKey);
+      const form = new URLSearchParams({
+        grant_type: "client_credentials",
+        client_assertion_type: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+        client_assertion: assertion,
+      });
+      return atHost(ACME_HOST, "POST", "/oauth/token", form.toString(), FORM);
+    };
+    expect((await ask(`${ACME}/oauth/token`)).status).toBe(200);
+    expect((await ask(ACME)).status).toBe(200);
+    await expectOAuthError(await ask(`${PUBLIC}/oauth/token`), 401, "invalid_client", "aud");
   });
 
   test("defaultTokenLifetime applies to REST tokens without expiresIn and to /oauth/token", async () => {

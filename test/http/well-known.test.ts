@@ -43,7 +43,9 @@ describe("discovery document", () => {
     const doc = await json<Record<string, unknown>>(await t.request("GET", "/.well-known/openid-configuration"));
     expect(doc.token_endpoint).toBe("https://x.example.test/oauth/token");
     expect(doc.grant_types_supported).toEqual(["client_credentials"]);
-    expect(doc.token_endpoint_auth_methods_supported).toEqual(["client_secret_basic", "client_secret_post"]);
+    expect(doc.token_endpoint_auth_methods_supported).toEqual(["client_secret_basic", "client_secret_post", "private_key_jwt"]);
+    // The algs of client assertions (private_key_jwt), not of the issuer's own signing keys.
+    expect(doc.token_endpoint_auth_signing_alg_values_supported).toEqual(["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"]);
   });
 
   test("names the introspection and revocation endpoints, with the token endpoint's authentication methods", async () => {

@@ -1,10 +1,11 @@
 /**
  * openid-client (v6), the usual Node.js OAuth client: discovery at the issuer, the client
- * credentials grant with client_secret_basic and client_secret_post, what it sends and accepts
+ * credentials grant with client_secret_basic, client_secret_post and private_key_jwt, what it sends and accepts
  * on the wire (RFC 6749 §2.3.1, §4.4.2, §5.1, §5.2), and the token it gets verified by every
  * verifier library that knows the algorithm.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { decodeJwt, generateKeyPair } from "jose";
 import * as oidc from "openid-client";
 import {
   ALGS,
@@ -35,6 +36,14 @@ const SENDS: Record<string, (s: InteropServer, exchange: Exchange, body: URLSear
     expect(exchange.headers.has("authorization")).toBe(false);
     expect(body.get("client_id")).toBe(s.clientId);
     expect(body.get("client_secret")).toBe(s.secret);
+  },
+  private_key_jwt: (s, exchange, body) => {
+    expect(exchange.headers.has("authorization")).toBe(false);
+    expect(body.has("client_secret")).toBe(false);
+    expect(body.get("client_assertion_type")).toBe("urn:ietf:params:oauth:client-assertion-type:jwt-bearer");
+    const assertion = decodeJwt(body.get("client_assertion") as string);
+    expect({ iss: assertion.iss, sub: assertion.sub }).toEqual({ iss: s.clientId, sub: s.clientId });
+    expect(typeof assertion.jti).toBe("string");
   },
 };
 
@@ -119,8 +128,9 @@ for (const alg of ALGS) {
           expect(tokens.token_type).toBe("bearer");
         });
 
-        test("a wrong secret: the 401 Basic challenge and the RFC 6749 §5.2 invalid_client body, as openid-client reports them", async () => {
-          const config = await openidClientConfig({ ...s, secret: `${s.secret}x` }, method);
+        test("wrong credentials (secret or key): the 401 Basic challenge and the RFC 6749 §5.2 invalid_client body, as openid-client reports them", async () => {
+          const foreignKey = (await generateKeyPair("ES256")).privateKey;
+          const config = await openidClientConfig({ ...s, secret: `${s.secret}x`, clientKey: foreignKey }, method);
           const error = await oidc.clientCredentialsGrant(config).then(
             () => undefined,
             (e: unknown) => e,

@@ -1,6 +1,7 @@
 /**
  * Shared setup of the interop tests: a tokenmint listening on loopback whose issuer is its own
- * address, a provider, client and client secret made through the management API, and three
+ * address, a provider, client, client secret and client public key (private_key_jwt) made through
+ * the management API, and three
  * tables the tests loop over:
  * - TOKEN_SOURCES: every way a client gets a token (the management route, and /oauth/token with
  *   each client authentication method of TOKEN_ENDPOINT_AUTH);
@@ -18,7 +19,7 @@ import { expect } from "bun:test";
 import { createPublicKey } from "node:crypto";
 import { createVerifier, TokenError } from "fast-jwt";
 import buildGetJwks from "get-jwks";
-import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors as joseErrors, generateKeyPair, jwtVerify, SignJWT } from "jose";
+import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors as joseErrors, exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
 import jsonwebtoken, { type Algorithm, type JwtPayload } from "jsonwebtoken";
 import { JwksClient } from "jwks-rsa";
 import * as oidc from "openid-client";
@@ -41,6 +42,8 @@ export interface InteropServer {
   providerId: string;
   clientId: string;
   secret: string;
+  /** The client's private key for private_key_jwt (ES256); its public half is registered. */
+  clientKey: CryptoKey;
   close(): Promise<void>;
 }
 
@@ -57,6 +60,9 @@ export async function startInteropServer(alg: SigningAlg): Promise<InteropServer
   app = t.app;
   const { providerId, clientId } = await createProviderAndClient(t, AUDIENCE);
   const { secret } = await createSecret(t, providerId, clientId);
+  const clientKey = await generateKeyPair("ES256", { extractable: true });
+  const registered = await t.api("PUT", `/v1/providers/${providerId}/clients/${clientId}/jwks`, { keys: [await exportJWK(clientKey.publicKey)] });
+  expect(registered.status).toBe(200);
   return {
     alg,
     t,
@@ -65,6 +71,7 @@ export async function startInteropServer(alg: SigningAlg): Promise<InteropServer
     providerId,
     clientId,
     secret,
+    clientKey: clientKey.privateKey,
     close: async () => {
       await server.stop(true);
       await t.close();
@@ -84,6 +91,21 @@ export interface ClientAuthentication {
 export const TOKEN_ENDPOINT_AUTH: Record<string, (s: InteropServer) => Promise<ClientAuthentication>> = {
   client_secret_basic: async (s) => ({ headers: { authorization: basic(s.clientId, s.secret) }, params: {} }),
   client_secret_post: async (s) => ({ headers: {}, params: { client_id: s.clientId, client_secret: s.secret } }),
+  private_key_jwt: async (s) => ({
+    headers: {},
+    params: {
+      client_assertion_type: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+      client_assertion: await new SignJWT({})
+        .setProtectedHeader({ alg: "ES256" })
+        .setIssuer(s.clientId)
+        .setSubject(s.clientId)
+        .setAudience(`${s.issuer}/oauth/token`)
+        .setJti(crypto.randomUUID())
+        .setIssuedAt()
+        .setExpirationTime("60s")
+        .sign(s.clientKey),
+    },
+  }),
 };
 
 /** The RFC 6749 §5.1 answer of the token endpoint. */
@@ -135,6 +157,7 @@ export const TOKEN_SOURCES: TokenSource[] = [
 export const OPENID_CLIENT_AUTH: Record<string, (s: InteropServer) => Promise<oidc.ClientAuth>> = {
   client_secret_basic: async (s) => oidc.ClientSecretBasic(s.secret),
   client_secret_post: async (s) => oidc.ClientSecretPost(s.secret),
+  private_key_jwt: async (s) => oidc.PrivateKeyJwt(s.clientKey),
 };
 
 /** One HTTP exchange as openid-client made it. */

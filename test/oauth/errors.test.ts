@@ -67,7 +67,7 @@ describe("token endpoint errors", () => {
 
   test("both methods at once → 400 invalid_request", async () => {
     const res = await tokenRequest(t, { ...GRANT, client_id: clientId, client_secret: secret }, { authorization: basic(clientId, secret) });
-    await expectOAuthError(res, 400, "invalid_request", "not both");
+    await expectOAuthError(res, 400, "invalid_request", "Use one client authentication method");
     await expectOAuthError(await tokenRequest(t, { ...GRANT, client_secret: secret }, { authorization: basic(clientId, secret) }), 400, "invalid_request");
   });
 

@@ -17,6 +17,7 @@ import {
   providerRecord,
   storeErrorKind,
 } from "./fixtures.ts";
+import { runClientJwksContract } from "./contract-jwks.ts";
 import { runClientSecretContract } from "./contract-secrets.ts";
 import { runRevocationContract } from "./contract-revocation.ts";
 
@@ -164,6 +165,7 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
     // Client-id lookups and client secrets: contract-secrets.ts.
     runClientSecretContract(() => store, A, B);
     runRevocationContract(() => store, A, B);
+    runClientJwksContract(() => store, A, B);
 
     test("paging: providers list in creation order, `last` is undefined on the last page", async () => {
       expect(await store.listProviders(A, { limit: 2 })).toEqual({ items: [], last: undefined });

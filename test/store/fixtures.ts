@@ -6,6 +6,7 @@ import { uuidv7 } from "../../src/core/ids.ts";
 import {
   StoreError,
   type ApiKeyRecord,
+  type ClientJwksRecord,
   type ClientRecord,
   type ClientSecretRecord,
   type KeySetRecord,
@@ -74,4 +75,14 @@ export async function storeErrorKind(promise: Promise<unknown>): Promise<StoreEr
     throw error;
   }
   throw new Error("expected a StoreError, but the operation succeeded");
+}
+
+/** A client's public key set with one EC key named `kid` (the values need not be a real key here). */
+export function clientJwksRecord(client: ClientRecord, at: number, kid = "k1"): ClientJwksRecord {
+  return {
+    projectId: client.projectId,
+    clientId: client.id,
+    keys: [{ kty: "EC", crv: "P-256", x: `x-${kid}`, y: `y-${kid}`, kid }],
+    updatedAt: at,
+  };
 }

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { open } from "lmdb";
 import { openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import { tempDir } from "../helpers/app.ts";
 import { runStoreContract } from "./contract.ts";
@@ -152,6 +153,37 @@ describe("lmdb store", () => {
       await after.close();
       expect(stored?.version).toBe(2);
       expect(stored?.rotatedAt).toBe([101, 102, 103][outcomes.indexOf("swapped true")]);
+    }));
+
+  test("a jti used through one instance is refused through another on the same file", () =>
+    withDir(async (path) => {
+      const one = openLmdbStore(path);
+      const two = openLmdbStore(path);
+      try {
+        expect(await one.useAssertionJti(A, "client-1", "shared", T0 + 60_000, T0)).toBe(true);
+        // A write transaction always reads the latest data, without waiting for the next turn.
+        expect(await two.useAssertionJti(A, "client-1", "shared", T0 + 60_000, T0 + 1)).toBe(false);
+      } finally {
+        await one.close();
+        await two.close();
+      }
+    }));
+
+  test("used jtis are swept once expired: the file keeps only the unexpired ones, plus one batch at most", () =>
+    withDir(async (path) => {
+      const store = openLmdbStore(path);
+      for (let i = 0; i < 100; i++) await store.useAssertionJti(A, "client-1", `old-${i}`, T0 + 1000, T0);
+      // Each later use removes a bounded batch of expired entries; enough uses remove them all.
+      for (let i = 0; i < 10; i++) await store.useAssertionJti(A, "client-1", `new-${i}`, T0 + 60_000, T0 + 2000);
+      await store.close();
+      const db = open({ path: join(path, "tokenmint.mdb"), encoding: "json", compression: false, readOnly: true });
+      try {
+        const count = (prefix: string) => db.getKeysCount({ start: prefix, end: `${prefix}\uffff` });
+        expect(count(`jti:${A}:`)).toBe(10);
+        expect(count(`jtiexp:${A}:`)).toBe(10);
+      } finally {
+        await db.close();
+      }
     }));
 });
 

@@ -8,17 +8,15 @@
 import type { AppContext } from "../../context.ts";
 import { issueAccessToken } from "../access-tokens.ts";
 import type { ResolvedProject } from "../projects.ts";
-import { authenticateClient, readClientCredentials } from "./client-auth.ts";
+import { authenticateClient, type ClientAuthOptions, type ClientAuthParams } from "./client-auth.ts";
 import { OAuthError } from "./errors.ts";
 
 /** The grant types of the token endpoint, as discovery names them. */
 export const GRANT_TYPES = ["client_credentials"] as const;
 
 /** The recognised parameters of a token request (others are ignored, RFC 6749 §3.2). */
-export interface TokenEndpointParams {
+export interface TokenEndpointParams extends ClientAuthParams {
   grant_type: string;
-  client_id?: string;
-  client_secret?: string;
   audience?: string;
 }
 
@@ -39,8 +37,9 @@ export async function clientCredentialsToken(
   issuer: string,
   authorization: string | null,
   params: TokenEndpointParams,
+  auth: ClientAuthOptions,
 ): Promise<TokenEndpointAnswer> {
-  const client = await authenticateClient(ctx.store, project.id, readClientCredentials(authorization, params));
+  const client = await authenticateClient(ctx, project.id, authorization, params, auth);
   if (params.grant_type !== "client_credentials") {
     throw new OAuthError("unsupported_grant_type", "This grant_type is not supported; use grant_type=client_credentials.");
   }

@@ -7,16 +7,14 @@
  */
 import type { Clock } from "../../context.ts";
 import type { Store } from "../../store/store.ts";
-import { authenticateClient, readClientCredentials } from "./client-auth.ts";
+import { authenticateClient, type ClientAuthOptions, type ClientAuthParams } from "./client-auth.ts";
 import { activeAccessToken, type TokenProject, type VerificationKeySets } from "./token-status.ts";
 
 /** The recognised parameters of an introspection or revocation request (others are ignored). */
-export interface TokenRequestParams {
+export interface TokenRequestParams extends ClientAuthParams {
   token: string;
   /** A hint about the token's type; every token here is an access token, so it is ignored (RFC 7009 §2.1, RFC 7662 §2.1). */
   token_type_hint?: string;
-  client_id?: string;
-  client_secret?: string;
 }
 
 /** The introspection answer (RFC 7662 §2.2): only `active` for an inactive token. */
@@ -47,8 +45,9 @@ export async function introspectToken(
   project: TokenProject,
   authorization: string | null,
   params: TokenRequestParams,
+  auth: ClientAuthOptions,
 ): Promise<IntrospectionAnswer> {
-  await authenticateClient(deps.store, project.projectId, readClientCredentials(authorization, params));
+  await authenticateClient(deps, project.projectId, authorization, params, auth);
   const claims = await activeAccessToken(deps, project, params.token, deps.clock.now());
   if (claims === undefined) return { active: false };
   const { client_id, sub, aud, iss, exp, iat, jti } = claims;

@@ -8,7 +8,7 @@
  * the refusal tells the caller its request did nothing. An own active token has its jti stored
  * until the token's `exp`, which is all that is ever stored about a token.
  */
-import { authenticateClient, readClientCredentials } from "./client-auth.ts";
+import { authenticateClient, type ClientAuthOptions } from "./client-auth.ts";
 import { OAuthError } from "./errors.ts";
 import type { TokenRequestParams, TokenStatusDeps } from "./introspection.ts";
 import { activeAccessToken, type TokenProject } from "./token-status.ts";
@@ -19,8 +19,9 @@ export async function revokeAccessToken(
   project: TokenProject,
   authorization: string | null,
   params: TokenRequestParams,
+  auth: ClientAuthOptions,
 ): Promise<void> {
-  const client = await authenticateClient(deps.store, project.projectId, readClientCredentials(authorization, params));
+  const client = await authenticateClient(deps, project.projectId, authorization, params, auth);
   const now = deps.clock.now();
   const claims = await activeAccessToken(deps, project, params.token, now);
   if (claims === undefined) return;

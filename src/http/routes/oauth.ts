@@ -2,12 +2,13 @@
  * @module http/routes/oauth
  * The OAuth 2.0 endpoints: token (RFC 6749 §4.4, client credentials), introspection (RFC 7662)
  * and revocation (RFC 7009). Public: the client authenticates with its own secret, not an API
- * key. The body is form-encoded (body-parser.ts) and every error is `{error, error_description}`
+ * key, or with a signed assertion (private_key_jwt). The body is form-encoded (body-parser.ts) and every error is `{error, error_description}`
  * (error-handler.ts), both by the /oauth/ prefix. No answer is ever cached.
  * The `Host` header picks the project, like discovery: a token issued here carries the issuer of
  * the host it was asked at, so it matches the discovery document a verifier read there.
  * Introspection and revocation accept the project's tokens of either of its hosts.
  */
+import type { ClientAuthOptions } from "../../core/oauth/client-auth.ts";
 import { clientCredentialsToken } from "../../core/oauth/client-credentials.ts";
 import { introspectToken } from "../../core/oauth/introspection.ts";
 import { revokeAccessToken } from "../../core/oauth/revocation.ts";
@@ -25,19 +26,27 @@ export const REVOCATION_ENDPOINT_PATH = "/oauth/revoke";
 
 const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" };
 
+/**
+ * The `aud` a private_key_jwt assertion sent to `url` (the host the request came to) may carry:
+ * the issuer, or the URL of any of its OAuth endpoints (RFC 7523 §3; clients differ in which).
+ */
+const assertionAudiences = (url: string): ClientAuthOptions => ({
+  assertionAudiences: [url, ...[TOKEN_ENDPOINT_PATH, INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH].map((path) => `${url}${path}`)],
+});
+
 export function oauthRoutes(ctx: AppContext): RouteDef[] {
   const deps = { store: ctx.store, clock: ctx.clock, keySets: new VerificationKeySets() };
   /** The project a request's Host names; its tokens carry the issuer of its own host or of its custom domain. */
-  const project = (request: Request): TokenProject => {
-    const { project } = ctx.projects.resolveHost(requestHost(request));
+  const project = (request: Request): { project: TokenProject; auth: ClientAuthOptions } => {
+    const { project, url } = ctx.projects.resolveHost(requestHost(request));
     const issuers = project.customUrl === undefined ? [project.url] : [project.url, project.customUrl];
-    return { projectId: project.id, issuers, ring: ctx.keys.ring(project.id) };
+    return { project: { projectId: project.id, issuers, ring: ctx.keys.ring(project.id) }, auth: assertionAudiences(url) };
   };
   return [
     {
       method: "POST",
       path: TOKEN_ENDPOINT_PATH,
-      summary: "OAuth 2.0 token endpoint: client credentials grant (client_secret_basic or client_secret_post)",
+      summary: "OAuth 2.0 token endpoint: client credentials grant (client_secret_basic, client_secret_post or private_key_jwt)",
       tag: "oauth",
       auth: false,
       body: OAuthTokenRequest,
@@ -45,7 +54,7 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       errors: [400, 401, 413],
       handler: async ({ body, request, set }) => {
         const { project, url } = ctx.projects.resolveHost(requestHost(request));
-        const answer = await clientCredentialsToken(ctx, project, url, request.headers.get("authorization"), body as OAuthTokenRequest);
+        const answer = await clientCredentialsToken(ctx, project, url, request.headers.get("authorization"), body as OAuthTokenRequest, assertionAudiences(url));
         set.headers["cache-control"] = "no-store";
         set.headers.pragma = "no-cache";
         return answer;
@@ -65,7 +74,8 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       },
       errors: [400, 401, 413],
       handler: async ({ body, request, set }) => {
-        const answer = await introspectToken(deps, project(request), request.headers.get("authorization"), body as OAuthTokenStatusRequest);
+        const target = project(request);
+        const answer = await introspectToken(deps, target.project, request.headers.get("authorization"), body as OAuthTokenStatusRequest, target.auth);
         Object.assign(set.headers, NO_STORE);
         return answer;
       },
@@ -80,7 +90,8 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       success: { status: 200, description: "Empty body: the token is revoked, or was never an active token (`Cache-Control: no-store`)." },
       errors: [400, 401, 413],
       handler: async ({ body, request }) => {
-        await revokeAccessToken(deps, project(request), request.headers.get("authorization"), body as OAuthTokenStatusRequest);
+        const target = project(request);
+        await revokeAccessToken(deps, target.project, request.headers.get("authorization"), body as OAuthTokenStatusRequest, target.auth);
         return new Response(null, { status: 200, headers: NO_STORE });
       },
     },

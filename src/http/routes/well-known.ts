@@ -7,6 +7,7 @@
  * domain, each with its own issuer; a host that names no project is the default project. The
  * issuer is always the configured URL of the matched host, never text from the request.
  */
+import { ASSERTION_ALGS } from "../../core/oauth/client-assertion.ts";
 import { CLIENT_AUTH_METHODS } from "../../core/oauth/client-auth.ts";
 import { GRANT_TYPES } from "../../core/oauth/client-credentials.ts";
 import type { AppContext } from "../../context.ts";
@@ -32,7 +33,7 @@ export function discoveryDocument(issuer: string, ring: KeyRing): Record<string,
     response_types_supported: ["token"],
     subject_types_supported: ["public"],
     id_token_signing_alg_values_supported: ring.algs,
-    token_endpoint_auth_signing_alg_values_supported: ring.algs,
+    token_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGS],
     claims_supported: CLAIMS,
   };
 }

@@ -10,6 +10,8 @@ export const rangeEnd = (prefix: string) => `${prefix}\uffff`;
 
 /** An epoch-ms instant as a fixed-width string, so string order is time order. */
 const epochKey = (ms: number) => String(Math.max(0, Math.floor(ms))).padStart(16, "0");
+/** Sorts after every used-jti entry of the project expiring before `at`, and before every other one. */
+const jtiExpiringBefore = (projectId: string, at: number) => `jtiexp:${projectId}:${String(at).padStart(15, "0")}`;
 
 export const key = {
   meta: (name: string) => `meta:${name}`,
@@ -25,6 +27,14 @@ export const key = {
   clientIndex: (projectId: string, id: string) => `clientid:${projectId}:${id}`,
   secret: (projectId: string, clientId: string, id: string) => `secret:${projectId}:${clientId}:${id}`,
   secretsOf: (projectId: string, clientId: string) => `secret:${projectId}:${clientId}:`,
+  clientJwks: (projectId: string, clientId: string) => `clientjwks:${projectId}:${clientId}`,
+  /** A used assertion jti → its expiry (epoch ms). */
+  assertionJti: (projectId: string, clientId: string, jti: string) => `jti:${projectId}:${clientId}:${jti}`,
+  /** The same entry ordered by expiry (zero-padded ms first), so expired ones are one range scan. */
+  assertionJtiExpiry: (projectId: string, expiresAt: number, clientId: string, jti: string) =>
+    `${jtiExpiringBefore(projectId, expiresAt)}:${clientId}:${jti}`,
+  assertionJtiExpiriesOf: (projectId: string) => `jtiexp:${projectId}:`,
+  assertionJtiExpiringBefore: jtiExpiringBefore,
   apiKey: (projectId: string, id: string) => `apikey:${projectId}:${id}`,
   apiKeysOf: (projectId: string) => `apikey:${projectId}:`,
   apiKeyHash: (hash: string) => `apikeyhash:${hash}`,

@@ -5,9 +5,9 @@
  * a listing is one range scan and never crosses projects. Writes run in lmdb transactions whose
  * promise resolves only once the commit is flushed, so a resolved write is durable. Several
  * processes (the server and the CLI) may use the file at once; LMDB serializes their writers.
- * A client, its client-id index and its secrets change together, in one transaction. A revoked
- * token is one entry by jti and one by expiry, written and removed together; the expiry order
- * makes pruning a bounded range scan.
+ * A client, its client-id index, its secrets and its public keys change together, in one
+ * transaction. A revoked token and a used assertion jti are each kept twice (by id, and by
+ * expiry so that pruning is a bounded range scan), written and removed together.
  * `backup` copies the environment from one read snapshot; `openLmdbFileReadOnly` reads a data
  * file or a backup without changing it.
  */
@@ -17,6 +17,7 @@ import { open, type RootDatabase } from "lmdb";
 import {
   StoreError,
   type ApiKeyRecord,
+  type ClientJwksRecord,
   type ClientRecord,
   type ClientSecretRecord,
   type KeySetRecord,
@@ -57,6 +58,9 @@ export function openLmdbFileReadOnly(path: string): LmdbStore {
   const db = open({ path, encoding: "json", compression: false, readOnly: true, noSubdir: true }) as RootDatabase<unknown, string>;
   return new LmdbStore(db, path, true);
 }
+
+/** How many expired jti entries one useAssertionJti call removes at most: bounded work per call. */
+const JTI_SWEEP_LIMIT = 16;
 
 export class LmdbStore implements Store {
   readonly description: string;
@@ -238,6 +242,47 @@ export class LmdbStore implements Store {
       this.#db.removeSync(key.clientIndex(projectId, id));
       const secrets = key.secretsOf(projectId, id);
       for (const secret of [...this.#db.getKeys({ start: secrets, end: rangeEnd(secrets) })]) this.#db.removeSync(secret);
+      this.#db.removeSync(key.clientJwks(projectId, id));
+    });
+  }
+
+  async putClientJwks(jwks: ClientJwksRecord): Promise<void> {
+    await this.#write(() => {
+      if (this.#get(key.clientIndex(jwks.projectId, jwks.clientId)) === undefined) throw new StoreError("not_found", "client not found");
+      this.#db.putSync(key.clientJwks(jwks.projectId, jwks.clientId), jwks);
+    });
+  }
+
+  async getClientJwks(projectId: string, clientId: string): Promise<ClientJwksRecord | undefined> {
+    return this.#get(key.clientJwks(projectId, clientId));
+  }
+
+  async deleteClientJwks(projectId: string, clientId: string): Promise<void> {
+    await this.#write(() => {
+      const k = key.clientJwks(projectId, clientId);
+      if (this.#get(k) === undefined) throw new StoreError("not_found", "client public keys not found");
+      this.#db.removeSync(k);
+    });
+  }
+
+  async useAssertionJti(projectId: string, clientId: string, jti: string, expiresAt: number, now: number): Promise<boolean> {
+    return this.#write(() => {
+      const expired = key.assertionJtiExpiriesOf(projectId);
+      const end = key.assertionJtiExpiringBefore(projectId, now + 1);
+      for (const { key: k, value } of [...this.#db.getRange({ start: expired, end, limit: JTI_SWEEP_LIMIT })]) {
+        const [owner, usedJti] = value as [string, string];
+        this.#db.removeSync(k);
+        this.#db.removeSync(key.assertionJti(projectId, owner, usedJti));
+      }
+      const k = key.assertionJti(projectId, clientId, jti);
+      const usedUntil = this.#get<number>(k);
+      if (usedUntil !== undefined) {
+        if (usedUntil > now) return false;
+        this.#db.removeSync(key.assertionJtiExpiry(projectId, usedUntil, clientId, jti));
+      }
+      this.#db.putSync(k, expiresAt);
+      this.#db.putSync(key.assertionJtiExpiry(projectId, expiresAt, clientId, jti), [clientId, jti]);
+      return true;
     });
   }
 

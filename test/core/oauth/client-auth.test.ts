@@ -66,3 +66,37 @@ describe("readClientCredentials", () => {
     expect(refusal(() => readClientCredentials(null, { client_secret: SECRET }))).toEqual(INVALID_CLIENT);
   });
 });
+
+describe("readClientCredentials: private_key_jwt", () => {
+  const TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+  const segment = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  /** An unsigned-looking JWT: reading credentials never verifies, it only finds the claimed client. */
+  const jwt = (claims: Record<string, unknown>) => `${segment({ alg: "ES256" })}.${segment(claims)}.c2ln`;
+  const ASSERTION = jwt({ iss: ID, sub: ID });
+
+  test("reads the client id from iss = sub; a repeated client_id must match", () => {
+    expect(readClientCredentials(null, { client_assertion_type: TYPE, client_assertion: ASSERTION })).toEqual({ method: "private_key_jwt", clientId: ID, assertion: ASSERTION });
+    expect(readClientCredentials(null, { client_id: ID, client_assertion_type: TYPE, client_assertion: ASSERTION })).toEqual({
+      method: "private_key_jwt",
+      clientId: ID,
+      assertion: ASSERTION,
+    });
+  });
+
+  test("with Basic or client_secret, half of the parameters, another type or another client_id: invalid_request", () => {
+    const badRequest = { code: "invalid_request", status: 400, challenge: undefined };
+    const both = { client_assertion_type: TYPE, client_assertion: ASSERTION };
+    expect(refusal(() => readClientCredentials(basic(`${ID}:${SECRET}`), both))).toEqual(badRequest);
+    expect(refusal(() => readClientCredentials(null, { ...both, client_id: ID, client_secret: SECRET }))).toEqual(badRequest);
+    expect(refusal(() => readClientCredentials(null, { client_assertion: ASSERTION }))).toEqual(badRequest);
+    expect(refusal(() => readClientCredentials(null, { client_assertion_type: TYPE }))).toEqual(badRequest);
+    expect(refusal(() => readClientCredentials(null, { client_assertion_type: "urn:other", client_assertion: ASSERTION }))).toEqual(badRequest);
+    expect(refusal(() => readClientCredentials(null, { ...both, client_id: "other" }))).toEqual(badRequest);
+  });
+
+  test("an assertion that is not a JWT, or whose iss and sub differ or are missing, is invalid_client", () => {
+    for (const assertion of ["x", "a.b.c", jwt({ iss: ID }), jwt({ sub: ID }), jwt({ iss: "other", sub: ID }), jwt({ iss: 1, sub: 1 }), jwt({ iss: "", sub: "" })]) {
+      expect(refusal(() => readClientCredentials(null, { client_assertion_type: TYPE, client_assertion: assertion }))).toEqual(INVALID_CLIENT);
+    }
+  });
+});

@@ -1,0 +1,137 @@
+/**
+ * @module core/client-jwks
+ * A client's public keys, the credentials of `private_key_jwt` (RFC 7523 §2.2): a set of 1 to 5
+ * public JWKs, replaced as a whole. Accepted: RSA of at least 2048 bits, EC on P-256, P-384 or
+ * P-521, OKP Ed25519. A private member or a symmetric key is refused, naming the problem. Each key
+ * is stored with the public members its type needs and nothing else (kty, kid, use, alg, n, e,
+ * crv, x, y): other members, such as `key_ops`, `ext` or `x5c`, are dropped. A key without `kid`
+ * gets its RFC 7638 thumbprint (SHA-256) as kid, so every stored key has one, unique in the set.
+ */
+import { base64url, calculateJwkThumbprint, importJWK } from "jose";
+import { AppError } from "../errors.ts";
+import { StoreError, type ClientJwksRecord, type Store } from "../store/store.ts";
+import { getClient } from "./clients.ts";
+import { ALG_KEY_TYPES, ASSERTION_ALGS, type AssertionAlg } from "./oauth/client-assertion.ts";
+
+/** How many public keys a client may register at once: enough for a rotation across several signers. */
+export const MAX_CLIENT_KEYS = 5;
+/** The smallest RSA modulus accepted, in bits (RFC 7518 §3.3). */
+export const MIN_RSA_BITS = 2048;
+
+/** Members that only a private or symmetric key has (RFC 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2). */
+const PRIVATE_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
+/** The key members each accepted kty needs, in the order they are stored. */
+const KEY_MEMBERS = { RSA: ["n", "e"], EC: ["crv", "x", "y"], OKP: ["crv", "x"] } as const;
+type Kty = keyof typeof KEY_MEMBERS;
+const CURVES: Readonly<Record<Kty, readonly string[]>> = { RSA: [], EC: ["P-256", "P-384", "P-521"], OKP: ["Ed25519"] };
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+/** A kid is 1..200 printable characters (no control characters), like our other free text. */
+const KID = /^[^\u0000-\u001f\u007f]{1,200}$/;
+
+const problem = (index: number, text: string) => new AppError("invalid_request", `keys[${index}]: ${text}`);
+
+/** Size in bits of a big-endian unsigned integer given as base64url (an RSA modulus). */
+function bitLength(value: string): number {
+  const bytes = base64url.decode(value);
+  let first = 0;
+  while (first < bytes.length && bytes[first] === 0) first++;
+  if (first === bytes.length) return 0;
+  return (bytes.length - first - 1) * 8 + (bytes[first] as number).toString(2).length;
+}
+
+/** An alg a key of this type and curve can verify (for the import that proves the key is well formed). */
+const algForKey = (kty: Kty, crv: string | undefined): AssertionAlg =>
+  ASSERTION_ALGS.find((alg) => ALG_KEY_TYPES[alg].kty === kty && ALG_KEY_TYPES[alg].crv === crv) as AssertionAlg;
+
+/**
+ * One JWK of a PUT body as the stored public key, or 400 invalid_request naming the key and the
+ * problem. The copy takes only the members listed above (never deletes from the input).
+ */
+export async function publicClientJwk(input: unknown, index: number): Promise<Record<string, string>> {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) throw problem(index, "must be a JWK object.");
+  const jwk = input as Record<string, unknown>;
+  const privates = PRIVATE_MEMBERS.filter((member) => Object.hasOwn(jwk, member));
+  if (jwk.kty === "oct") throw problem(index, "symmetric keys (kty 'oct') are not accepted; register a public RSA, EC or OKP key.");
+  if (privates.length > 0) {
+    throw problem(index, `private key member${privates.length > 1 ? "s" : ""} ${privates.map((m) => `'${m}'`).join(", ")} must not be sent; register the public key only.`);
+  }
+  if (typeof jwk.kty !== "string" || !Object.hasOwn(KEY_MEMBERS, jwk.kty)) throw problem(index, "kty must be 'RSA', 'EC' or 'OKP'.");
+  const kty = jwk.kty as Kty;
+  const key: Record<string, string> = { kty };
+  for (const member of KEY_MEMBERS[kty]) {
+    const value = jwk[member];
+    if (typeof value !== "string" || (member !== "crv" && !BASE64URL.test(value))) throw problem(index, `'${member}' is required for kty '${kty}' (a base64url string).`);
+    key[member] = value;
+  }
+  if (kty !== "RSA" && !CURVES[kty].includes(key.crv as string)) throw problem(index, `crv must be one of ${CURVES[kty].map((c) => `'${c}'`).join(", ")} for kty '${kty}'.`);
+  if (kty === "RSA" && bitLength(key.n as string) < MIN_RSA_BITS) throw problem(index, `RSA keys must have a modulus of at least ${MIN_RSA_BITS} bits.`);
+  if (jwk.use !== undefined && jwk.use !== "sig") throw problem(index, "use must be 'sig' (or left out): these keys verify client assertions.");
+  if (jwk.alg !== undefined) {
+    const fits = ASSERTION_ALGS.filter((alg) => ALG_KEY_TYPES[alg].kty === kty && ALG_KEY_TYPES[alg].crv === key.crv);
+    if (!fits.includes(jwk.alg as AssertionAlg)) throw problem(index, `alg must be one of ${fits.join(", ")} for this key (or left out).`);
+  }
+  if (jwk.kid !== undefined && (typeof jwk.kid !== "string" || !KID.test(jwk.kid))) throw problem(index, "kid must be a string of 1 to 200 characters without control characters.");
+  try {
+    await importJWK({ ...key }, algForKey(kty, key.crv));
+  } catch {
+    throw problem(index, `is not a valid ${kty}${key.crv === undefined ? "" : ` ${key.crv}`} public key.`);
+  }
+  const kid = (jwk.kid as string | undefined) ?? (await calculateJwkThumbprint(key as never, "sha256"));
+  return {
+    kty,
+    kid,
+    ...(jwk.use === undefined ? {} : { use: "sig" }),
+    ...(jwk.alg === undefined ? {} : { alg: jwk.alg as string }),
+    ...Object.fromEntries(KEY_MEMBERS[kty].map((member) => [member, key[member] as string])),
+  };
+}
+
+/** A whole PUT body's keys as the stored set: each key checked, kids unique. */
+export async function publicClientJwks(keys: readonly unknown[]): Promise<Record<string, string>[]> {
+  if (keys.length < 1 || keys.length > MAX_CLIENT_KEYS) throw new AppError("invalid_request", `keys must hold 1 to ${MAX_CLIENT_KEYS} public keys.`);
+  const stored: Record<string, string>[] = [];
+  for (const [index, input] of keys.entries()) {
+    const key = await publicClientJwk(input, index);
+    const twin = stored.findIndex((other) => other.kid === key.kid);
+    if (twin >= 0) throw problem(index, `kid '${key.kid}' is already used by keys[${twin}]; kids must be unique in the set.`);
+    stored.push(key);
+  }
+  return stored;
+}
+
+/** Replaces the public keys of a client of `providerId`; 404 for an unknown provider or client. */
+export async function putClientJwks(
+  store: Store,
+  projectId: string,
+  providerId: string,
+  clientId: string,
+  keys: readonly unknown[],
+  now: number,
+): Promise<ClientJwksRecord> {
+  await getClient(store, projectId, providerId, clientId);
+  const record: ClientJwksRecord = { projectId, clientId, keys: await publicClientJwks(keys), updatedAt: now };
+  await store.putClientJwks(record);
+  return record;
+}
+
+const noKeys = (clientId: string) =>
+  new AppError("not_found", `Client ${clientId} has no public keys; register them with PUT .../clients/${clientId}/jwks.`);
+
+/** The public keys of a client of `providerId`; 404 for an unknown provider or client, or none registered. */
+export async function getClientJwks(store: Store, projectId: string, providerId: string, clientId: string): Promise<ClientJwksRecord> {
+  await getClient(store, projectId, providerId, clientId);
+  const record = await store.getClientJwks(projectId, clientId);
+  if (record === undefined) throw noKeys(clientId);
+  return record;
+}
+
+/** Removes the public keys of a client: private_key_jwt stops working for it at once. 404 when none. */
+export async function deleteClientJwks(store: Store, projectId: string, providerId: string, clientId: string): Promise<void> {
+  await getClient(store, projectId, providerId, clientId);
+  try {
+    await store.deleteClientJwks(projectId, clientId);
+  } catch (error) {
+    if (error instanceof StoreError && error.kind === "not_found") throw noKeys(clientId);
+    throw error;
+  }
+}

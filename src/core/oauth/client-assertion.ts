@@ -1,0 +1,176 @@
+/**
+ * @module core/oauth/client-assertion
+ * `private_key_jwt` client authentication (RFC 7523 §2.2 and §3, OpenID Connect Core §9): the
+ * client sends `client_assertion_type=urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and
+ * `client_assertion`, a JWT it signed with a private key whose public half it registered
+ * (core/client-jwks.ts). The assertion is accepted when:
+ * - its alg is one of ASSERTION_ALGS (never `none`, never HS*), and a registered key of the client
+ *   fits it: the key named by the header's `kid`, or without `kid` each key of the alg's type;
+ * - `iss` and `sub` are both the client id, and `aud` holds one of the acceptable audiences (the
+ *   issuer, or the URL of the endpoint that receives it);
+ * - `exp` is present and not passed, `nbf` (if any) is reached and `iat` (if any) is not in the
+ *   future, each with ASSERTION_CLOCK_SKEW_S of tolerance;
+ * - it lives at most MAX_ASSERTION_LIFETIME_S: `exp` no further than that ahead of now (plus the
+ *   skew) and, when `iat` is given, no further than that after `iat`. A short lifetime keeps the
+ *   record of used ids small;
+ * - its `jti` (required) was not used before by the same client: the store records it until
+ *   `exp` plus the skew, so a replay is refused for the whole time the assertion would be valid,
+ *   by every process of the service.
+ * Every failure is `invalid_client`, with a description naming the failed check and never a key.
+ */
+import {
+  decodeJwt,
+  decodeProtectedHeader,
+  importJWK,
+  jwtVerify,
+  errors,
+  type JWTPayload,
+  type ProtectedHeaderParameters,
+} from "jose";
+import type { ClientRecord, Store } from "../../store/store.ts";
+import { invalidClient, OAuthError } from "./errors.ts";
+
+/** The value of `client_assertion_type` for a JWT assertion (RFC 7523 §2.2). */
+export const CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+/** The JWS algorithms accepted for client assertions, as discovery lists them. */
+export const ASSERTION_ALGS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"] as const;
+export type AssertionAlg = (typeof ASSERTION_ALGS)[number];
+
+/** The key type (and curve) each accepted alg verifies with. */
+export const ALG_KEY_TYPES: Readonly<Record<AssertionAlg, { kty: "RSA" | "EC" | "OKP"; crv?: string }>> = {
+  RS256: { kty: "RSA" },
+  RS384: { kty: "RSA" },
+  RS512: { kty: "RSA" },
+  PS256: { kty: "RSA" },
+  PS384: { kty: "RSA" },
+  PS512: { kty: "RSA" },
+  ES256: { kty: "EC", crv: "P-256" },
+  ES384: { kty: "EC", crv: "P-384" },
+  ES512: { kty: "EC", crv: "P-521" },
+  EdDSA: { kty: "OKP", crv: "Ed25519" },
+};
+
+/** Tolerated clock difference between the client and us, in seconds, for exp, nbf and iat. */
+export const ASSERTION_CLOCK_SKEW_S = 30;
+/** The longest lifetime of an assertion, in seconds (see the module comment). */
+export const MAX_ASSERTION_LIFETIME_S = 300;
+/** The longest `jti` accepted, in characters. */
+export const MAX_JTI_LENGTH = 256;
+
+/** What an assertion is checked against. */
+export interface AssertionCheck {
+  /** The acceptable `aud` values: the issuer and the URL of the receiving endpoint. */
+  audiences: readonly string[];
+  /** Epoch milliseconds (the context clock). */
+  now: number;
+}
+
+const isAssertionAlg = (alg: unknown): alg is AssertionAlg => typeof alg === "string" && (ASSERTION_ALGS as readonly string[]).includes(alg);
+
+/** A header or claim value quoted for a description, when it is short printable text. */
+const shown = (value: unknown) => (typeof value === "string" && /^[\x20-\x7e]{1,80}$/.test(value) ? `'${value}'` : "(not shown)");
+
+/** The refusal of an unknown client and of a client without keys alike. */
+export const NO_CLIENT_KEYS = "Client authentication failed: unknown client, or a client without registered public keys (PUT .../jwks).";
+
+const NOT_A_JWT = "client_assertion is not a JWT: send a compact JWS (header.payload.signature) signed with one of the client's registered keys.";
+
+/**
+ * The client id an assertion claims, read before it is verified: its `sub`, which must equal its
+ * `iss`. Only says which client's keys to verify it with; invalid_client when it is not a JWT.
+ */
+export function assertionClientId(assertion: string): string {
+  let claims: JWTPayload;
+  try {
+    decodeProtectedHeader(assertion);
+    claims = decodeJwt(assertion);
+  } catch {
+    throw invalidClient(NOT_A_JWT);
+  }
+  if (typeof claims.sub !== "string" || claims.sub === "" || claims.iss !== claims.sub) {
+    throw invalidClient("client_assertion must carry iss and sub, both equal to the client id.");
+  }
+  return claims.sub;
+}
+
+/** The client's registered keys that could have signed with the header's alg and kid. */
+function candidateKeys(keys: readonly Record<string, string>[], alg: AssertionAlg, kid: unknown): Record<string, string>[] {
+  const named = kid === undefined ? keys : keys.filter((key) => key.kid === kid);
+  if (named.length === 0) throw invalidClient(`No registered key of the client has the kid ${shown(kid)} of the client_assertion header.`);
+  const { kty, crv } = ALG_KEY_TYPES[alg];
+  const fitting = named.filter((key) => key.kty === kty && key.crv === crv && (key.alg === undefined || key.alg === alg));
+  if (fitting.length === 0) throw invalidClient(`No registered key of the client${kid === undefined ? "" : ` with kid ${shown(kid)}`} can verify alg ${alg}.`);
+  return fitting;
+}
+
+/** A refusal of jose's checks as invalid_client naming the claim; anything but a JOSE error is a fault and rethrown. */
+function claimRefusal(error: unknown, audiences: readonly string[]): OAuthError {
+  if (!(error instanceof errors.JOSEError)) throw error;
+  if (error instanceof errors.JWTExpired) return invalidClient("client_assertion has expired (exp): sign a new assertion for each request.");
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    if (error.reason === "missing") return invalidClient(`client_assertion lacks the required '${error.claim}' claim.`);
+    if (error.reason === "invalid") return invalidClient(`client_assertion '${error.claim}' must be a NumericDate (seconds since the epoch).`);
+    if (error.claim === "aud") return invalidClient(`client_assertion aud must contain ${audiences.map((a) => `'${a}'`).join(" or ")}.`);
+    if (error.claim === "nbf") return invalidClient("client_assertion is not valid yet (nbf is in the future).");
+    if (error.claim === "iss" || error.claim === "sub") return invalidClient("client_assertion must carry iss and sub, both equal to the client id.");
+    return invalidClient(`client_assertion claim '${error.claim}' is not acceptable.`);
+  }
+  return invalidClient(NOT_A_JWT);
+}
+
+/** The verified claims, or invalid_client: the signature by one of the candidate keys, then jose's claim checks. */
+async function verifiedClaims(assertion: string, header: ProtectedHeaderParameters, keys: Record<string, string>[], client: ClientRecord, check: AssertionCheck) {
+  const alg = header.alg as AssertionAlg;
+  const options = {
+    algorithms: [alg],
+    issuer: client.id,
+    subject: client.id,
+    audience: [...check.audiences],
+    requiredClaims: ["exp", "jti"],
+    currentDate: new Date(check.now),
+    clockTolerance: ASSERTION_CLOCK_SKEW_S,
+  };
+  for (const key of keys) {
+    try {
+      return (await jwtVerify(assertion, await importJWK(key, alg), options)).payload;
+    } catch (error) {
+      // Another candidate may hold the signing key; claims are checked only once a signature verifies.
+      if (error instanceof errors.JWSSignatureVerificationFailed) continue;
+      throw claimRefusal(error, check.audiences);
+    }
+  }
+  throw invalidClient(`client_assertion signature does not verify with the client's registered key${keys.length > 1 ? "s" : ""} for alg ${alg}.`);
+}
+
+/** The lifetime, iat and jti rules jose does not check (see the module comment). */
+function checkLifetimeAndJti(claims: JWTPayload, nowS: number): { exp: number; jti: string } {
+  const exp = claims.exp as number;
+  if (claims.iat !== undefined && claims.iat > nowS + ASSERTION_CLOCK_SKEW_S) throw invalidClient("client_assertion iat is in the future; check the client's clock.");
+  if (exp > nowS + MAX_ASSERTION_LIFETIME_S + ASSERTION_CLOCK_SKEW_S || (claims.iat !== undefined && exp - claims.iat > MAX_ASSERTION_LIFETIME_S)) {
+    throw invalidClient(`client_assertion lives too long: exp may be at most ${MAX_ASSERTION_LIFETIME_S} seconds after iat and after now.`);
+  }
+  const jti = claims.jti;
+  if (typeof jti !== "string" || jti.length === 0 || jti.length > MAX_JTI_LENGTH) {
+    throw invalidClient(`client_assertion jti must be a string of 1 to ${MAX_JTI_LENGTH} characters, unique per assertion.`);
+  }
+  return { exp, jti };
+}
+
+/**
+ * Verifies a client's assertion (the client found by assertionClientId) and records its jti;
+ * resolves when the client is authenticated, throws invalid_client otherwise.
+ */
+export async function verifyClientAssertion(store: Store, client: ClientRecord, assertion: string, check: AssertionCheck): Promise<void> {
+  const header = decodeProtectedHeader(assertion);
+  if (!isAssertionAlg(header.alg)) {
+    throw invalidClient(`client_assertion alg ${shown(header.alg)} is not accepted; sign with one of ${ASSERTION_ALGS.join(", ")}.`);
+  }
+  const jwks = await store.getClientJwks(client.projectId, client.id);
+  if (jwks === undefined) throw invalidClient(NO_CLIENT_KEYS);
+  const claims = await verifiedClaims(assertion, header, candidateKeys(jwks.keys, header.alg, header.kid), client, check);
+  const { exp, jti } = checkLifetimeAndJti(claims, Math.floor(check.now / 1000));
+  if (!(await store.useAssertionJti(client.projectId, client.id, jti, Math.ceil((exp + ASSERTION_CLOCK_SKEW_S) * 1000), check.now))) {
+    throw invalidClient("client_assertion was already used (same jti): sign a new assertion, with a new jti, for each request.");
+  }
+}

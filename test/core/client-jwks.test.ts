@@ -1,0 +1,123 @@
+/**
+ * core/client-jwks: what a client may register as public keys for private_key_jwt, and exactly
+ * what is stored (public members only, a kid on every key).
+ */
+import { beforeAll, describe, expect, test } from "bun:test";
+import { generateKeyPairSync } from "node:crypto";
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
+import { publicClientJwk, publicClientJwks } from "../../src/core/client-jwks.ts";
+import { AppError } from "../../src/errors.ts";
+
+/** The AppError message of a refused key set; fails when the set is accepted or the error differs. */
+async function refusal(keys: unknown[]): Promise<string> {
+  try {
+    await publicClientJwks(keys);
+  } catch (error) {
+    if (error instanceof AppError && error.code === "invalid_request") return error.message;
+    throw error;
+  }
+  throw new Error("expected the key set to be refused");
+}
+
+describe("client public keys", () => {
+  const pub: Record<string, JWK> = {};
+  const priv: Record<string, JWK> = {};
+  beforeAll(async () => {
+    for (const [name, alg, options] of [
+      ["rsa", "RS256", {}],
+      ["p256", "ES256", {}],
+      ["p384", "ES384", {}],
+      ["p521", "ES512", {}],
+      ["ed25519", "EdDSA", {}],
+    ] as const) {
+      const pair = await generateKeyPair(alg, { extractable: true, ...options });
+      pub[name] = await exportJWK(pair.publicKey);
+      priv[name] = await exportJWK(pair.privateKey);
+    }
+  });
+
+  test("accepts RSA 2048, EC P-256/P-384/P-521 and Ed25519; a missing kid becomes the RFC 7638 thumbprint", async () => {
+    const stored = await publicClientJwks(Object.values(pub));
+    expect(stored).toHaveLength(5);
+    for (const [index, jwk] of Object.values(pub).entries()) {
+      expect(stored[index]?.kid).toBe(await calculateJwkThumbprint(jwk, "sha256"));
+    }
+    expect(Object.keys(stored[0] as object)).toEqual(["kty", "kid", "n", "e"]);
+    expect(Object.keys(stored[1] as object)).toEqual(["kty", "kid", "crv", "x", "y"]);
+    expect(Object.keys(stored[4] as object)).toEqual(["kty", "kid", "crv", "x"]);
+    expect(stored[4]).toEqual({ kty: "OKP", kid: stored[4]?.kid as string, crv: "Ed25519", x: pub.ed25519?.x as string });
+  });
+
+  test("keeps kid, use 'sig' and a fitting alg as given, and drops every other member", async () => {
+    const stored = await publicClientJwk({ ...pub.p256, kid: "billing 2026-01", use: "sig", alg: "ES256", key_ops: ["verify"], ext: true, x5c: ["MIIB"] }, 0);
+    expect(stored).toEqual({ kty: "EC", kid: "billing 2026-01", use: "sig", alg: "ES256", crv: "P-256", x: pub.p256?.x as string, y: pub.p256?.y as string });
+    expect((await publicClientJwk({ ...pub.rsa, alg: "PS512" }, 0)).alg).toBe("PS512");
+  });
+
+  for (const [name, member] of [
+    ["an RSA key's d", "d"],
+    ["an RSA key's p", "p"],
+    ["an RSA key's q", "q"],
+    ["an RSA key's dp", "dp"],
+    ["an RSA key's dq", "dq"],
+    ["an RSA key's qi", "qi"],
+  ] as const) {
+    test(`refuses ${name}, naming the member and the key`, async () => {
+      expect(await refusal([pub.p256, { ...pub.rsa, [member]: "AQAB" }])).toBe(`keys[1]: private key member '${member}' must not be sent; register the public key only.`);
+    });
+  }
+
+  test("refuses whole private keys of every type, naming their private members", async () => {
+    const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ format: "jwk" });
+    expect(await refusal([rsa])).toBe("keys[0]: private key members 'd', 'p', 'q', 'dp', 'dq', 'qi' must not be sent; register the public key only.");
+    expect(await refusal([priv.p256])).toContain("keys[0]: private key member 'd'");
+    expect(await refusal([priv.ed25519])).toContain("keys[0]: private key member 'd'");
+  });
+
+  test("refuses symmetric keys, with or without k", async () => {
+    expect(await refusal([{ kty: "oct", k: "c2VjcmV0" }])).toBe("keys[0]: symmetric keys (kty 'oct') are not accepted; register a public RSA, EC or OKP key.");
+    expect(await refusal([{ kty: "oct" }])).toContain("symmetric keys");
+    expect(await refusal([{ ...pub.p256, k: "c2VjcmV0" }])).toContain("private key member 'k'");
+  });
+
+  test("refuses RSA keys under 2048 bits", async () => {
+    const small = generateKeyPairSync("rsa", { modulusLength: 1024 }).publicKey.export({ format: "jwk" });
+    expect(await refusal([small])).toBe("keys[0]: RSA keys must have a modulus of at least 2048 bits.");
+    const almost = generateKeyPairSync("rsa", { modulusLength: 2040 }).publicKey.export({ format: "jwk" });
+    expect(await refusal([almost])).toContain("2048 bits");
+  });
+
+  test("refuses other key types and curves", async () => {
+    expect(await refusal([{ kty: "AKP", alg: "ML-DSA-44", pub: "AAAA" }])).toBe("keys[0]: kty must be 'RSA', 'EC' or 'OKP'.");
+    expect(await refusal([{ n: "AQAB" }])).toContain("kty must be");
+    expect(await refusal([{ ...pub.p256, crv: "secp256k1" }])).toBe("keys[0]: crv must be one of 'P-256', 'P-384', 'P-521' for kty 'EC'.");
+    expect(await refusal([{ kty: "OKP", crv: "X25519", x: pub.ed25519?.x }])).toBe("keys[0]: crv must be one of 'Ed25519' for kty 'OKP'.");
+  });
+
+  test("refuses missing or malformed key members, and points that are not on the curve", async () => {
+    expect(await refusal([{ kty: "EC", crv: "P-256", x: pub.p256?.x }])).toBe("keys[0]: 'y' is required for kty 'EC' (a base64url string).");
+    expect(await refusal([{ kty: "RSA", n: pub.rsa?.n }])).toContain("'e' is required");
+    expect(await refusal([{ ...pub.p256, x: "not base64url!" }])).toContain("'x' is required");
+    expect(await refusal([{ ...pub.p256, y: pub.p256?.x }])).toBe("keys[0]: is not a valid EC P-256 public key.");
+    expect(await refusal([{ ...pub.p256, crv: "P-384" }])).toBe("keys[0]: is not a valid EC P-384 public key.");
+    expect(await refusal([{ ...pub.ed25519, x: "AAAA" }])).toBe("keys[0]: is not a valid OKP Ed25519 public key.");
+  });
+
+  test("refuses a use other than sig, an alg that does not fit the key, and a malformed kid", async () => {
+    expect(await refusal([{ ...pub.p256, use: "enc" }])).toBe("keys[0]: use must be 'sig' (or left out): these keys verify client assertions.");
+    expect(await refusal([{ ...pub.p256, alg: "ES384" }])).toBe("keys[0]: alg must be one of ES256 for this key (or left out).");
+    expect(await refusal([{ ...pub.rsa, alg: "HS256" }])).toBe("keys[0]: alg must be one of RS256, RS384, RS512, PS256, PS384, PS512 for this key (or left out).");
+    expect(await refusal([{ ...pub.ed25519, alg: "none" }])).toContain("alg must be one of EdDSA");
+    expect(await refusal([{ ...pub.p256, kid: "" }])).toContain("kid must be a string of 1 to 200 characters");
+    expect(await refusal([{ ...pub.p256, kid: 7 }])).toContain("kid must be a string");
+    expect(await refusal([{ ...pub.p256, kid: "a\nb" }])).toContain("kid must be a string");
+  });
+
+  test("refuses duplicate kids, given or computed, and sets of 0 or more than 5 keys", async () => {
+    expect(await refusal([{ ...pub.p256, kid: "a" }, { ...pub.p384, kid: "a" }])).toBe("keys[1]: kid 'a' is already used by keys[0]; kids must be unique in the set.");
+    expect(await refusal([pub.p256, pub.rsa, pub.p256])).toContain("keys[2]: kid");
+    expect(await refusal([])).toBe("keys must hold 1 to 5 public keys.");
+    expect(await refusal(Array.from({ length: 6 }, (_, i) => ({ ...pub.p256, kid: `k${i}` })))).toBe("keys must hold 1 to 5 public keys.");
+    expect(await refusal(["not a key"])).toBe("keys[0]: must be a JWK object.");
+  });
+});
