@@ -17,14 +17,20 @@ import {
   providerRecord,
   storeErrorKind,
 } from "./fixtures.ts";
+import { runChangeContract, type OtherInstance } from "./contract-changes.ts";
 import { runClientSecretContract } from "./contract-secrets.ts";
 
-export type StoreFactory = () => Promise<{ store: Store; cleanup: () => Promise<void> }>;
+/**
+ * A fresh, empty store, its cleanup, and (when the backend can have several instances on one
+ * data, as processes do) how to open another one beside it.
+ */
+export type StoreFactory = () => Promise<{ store: Store; cleanup: () => Promise<void>; other?: OtherInstance }>;
 
 export function runStoreContract(name: string, factory: StoreFactory): void {
   describe(`store contract: ${name}`, () => {
     let store: Store;
     let cleanup: () => Promise<void>;
+    let other: OtherInstance | undefined;
     const A = newProjectId(T0);
     const B = newProjectId(T0 + 1);
     const untouched = () => {
@@ -32,7 +38,7 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
     };
 
     beforeEach(async () => {
-      ({ store, cleanup } = await factory());
+      ({ store, cleanup, other } = await factory());
     });
     afterEach(() => cleanup());
 
@@ -133,6 +139,9 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 
     // Client-id lookups and client secrets: contract-secrets.ts.
     runClientSecretContract(() => store, A, B);
+
+    // The change counter, also across instances: contract-changes.ts.
+    runChangeContract(() => store, A, () => other);
 
     test("paging: providers list in creation order, `last` is undefined on the last page", async () => {
       expect(await store.listProviders(A, { limit: 2 })).toEqual({ items: [], last: undefined });

@@ -23,4 +23,6 @@ export const key = {
   apiKeysOf: (projectId: string) => `apikey:${projectId}:`,
   apiKeyHash: (hash: string) => `apikeyhash:${hash}`,
   keySet: (projectId: string) => `keyset:${projectId}`,
+  /** The change counter every write transaction bumps (Store#changeSeq). */
+  changeSeq: "changeseq",
 };
