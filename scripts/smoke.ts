@@ -6,7 +6,8 @@
  * Copies the binary alone into an empty temp directory, starts it there with a clean
  * environment, creates an API key with its own CLI, creates a provider, a client and a token over
  * HTTP, verifies the token against the served JWKS with jose, sends SIGTERM while requests are in
- * flight, and expects every request answered and exit code 0 within 10 s.
+ * flight, and expects every request answered and exit code 0 within 10 s. It runs with the default
+ * TOKENMINT_WORKERS (one worker per core), so the binary starts copies of itself.
  */
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -86,7 +87,14 @@ try {
   if (code !== 0) fail(`exit after SIGTERM was ${code}`);
   const broken = statuses.filter((s) => s !== 201 && s !== 503);
   if (broken.length > 0) fail(`in-flight requests were not answered: ${broken.join(", ")}`);
-  console.log(`smoke: ok — binary served from an empty directory, token verified, SIGTERM exit 0 in ${Date.now() - stoppedAt} ms`);
+  // The default TOKENMINT_WORKERS (one per core): the binary started that many copies of itself.
+  const log = (await new Response(server.stdout).text()).split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as Record<string, unknown>);
+  const workers = Number(log.find((line) => line.msg === "tokenmint started")?.workers ?? 1);
+  const workerLines = log.filter((line) => line.msg === "worker started").length;
+  if (workers > 1 && workerLines !== workers) fail(`${workers} workers announced, ${workerLines} started`);
+  console.log(
+    `smoke: ok — binary served from an empty directory (${workers > 1 ? `${workers} workers` : "one process"}), token verified, SIGTERM exit 0 in ${Date.now() - stoppedAt} ms`,
+  );
 } finally {
   if (server.exitCode === null) server.kill("SIGKILL");
   rmSync(dir, { recursive: true, force: true });

@@ -12,12 +12,14 @@ import { keysCommand } from "./cli/keys.ts";
 import { projectsCommand } from "./cli/projects.ts";
 import type { Output } from "./cli/output.ts";
 import { restoreCommand } from "./cli/restore.ts";
-import { serve } from "./cli/serve.ts";
+import { serve, serveWorker } from "./cli/serve.ts";
+import { servePrimary } from "./cli/serve-primary.ts";
+import { workerNumber } from "./cli/worker-ipc.ts";
 import { ConfigError, loadConfig } from "./config/load.ts";
 import { systemClock } from "./context.ts";
 import { AppError } from "./errors.ts";
 import { MasterKeyError } from "./keys/master-key.ts";
-import { createLogger, createServiceLogger } from "./logging/logger.ts";
+import { createLogger, createServiceLogger, withFields } from "./logging/logger.ts";
 import { StartupError } from "./startup.ts";
 import { openContext } from "./startup.ts";
 import { StoreError } from "./store/store.ts";
@@ -49,13 +51,17 @@ async function run(args: ParsedArgs): Promise<number> {
     await fileCommand(config, args, io, systemClock);
     return 0;
   }
-  const logger =
+  const worker = command === "serve" ? workerNumber(process.env) : undefined;
+  const baseLogger =
     command === "serve"
       ? createServiceLogger(config)
       : createLogger(config.logLevel === "debug" ? "debug" : "warn", (line) => process.stderr.write(line));
-  const ctx = await openContext(config, logger, systemClock);
+  // A worker's lines name it; the primary's and a single process's do not.
+  const logger = worker === undefined ? baseLogger : withFields(baseLogger, { worker });
+  if (command === "serve" && worker === undefined && config.workers > 1) return await servePrimary(config, logger, systemClock);
+  const ctx = await openContext(config, logger, systemClock, { cache: command === "serve" });
   try {
-    if (command === "serve") return await serve(ctx);
+    if (command === "serve") return worker === undefined ? await serve(ctx) : await serveWorker(ctx);
     if (command === "apikeys") await apikeysCommand(ctx, args, io);
     else if (command === "projects") await projectsCommand(ctx, args, io);
     else await keysCommand(ctx, args, io);

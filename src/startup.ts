@@ -2,7 +2,8 @@
  * @module startup
  * Opens everything a process needs, in an order that never damages data: the store, its format
  * check, the default project, the master key (verified against the data before any key is used),
- * the signing keys, and the bootstrap API key. Used by `serve` and by every CLI command.
+ * the signing keys, and the bootstrap API key. Used by `serve` and by every CLI command; `serve`
+ * asks for the caching store in front of the data (store/caching-store.ts).
  */
 import type { Config } from "./config/schema.ts";
 import { ensureBootstrapApiKey } from "./core/api-keys.ts";
@@ -14,6 +15,7 @@ import { MasterKeyError, resolveMasterKey } from "./keys/master-key.ts";
 import { createMasterKeyCheck, importMasterKey, verifyMasterKeyCheck } from "./keys/sealing.ts";
 import type { Logger } from "./logging/logger.ts";
 import { createServiceMetrics, processSources } from "./metrics/service-metrics.ts";
+import { CachingStore } from "./store/caching-store.ts";
 import { openLmdbStore } from "./store/lmdb/lmdb-store.ts";
 import type { Store } from "./store/store.ts";
 
@@ -51,14 +53,23 @@ async function unlockMasterKey(store: Store, config: Config, logger: Logger): Pr
   return masterKey;
 }
 
+export interface OpenContextOptions {
+  /**
+   * Keep the token path's reads in memory (CachingStore): for the server, whose cache the
+   * serve loop polls. CLI commands read once and exit, so they read the data directly.
+   */
+  cache?: boolean;
+}
+
 /**
  * Builds the AppContext for `config`. On failure the store is closed again and the error
  * (StartupError, MasterKeyError) carries a message fit for one line on stderr.
  */
-export async function openContext(config: Config, logger: Logger, clock: Clock): Promise<AppContext> {
+export async function openContext(config: Config, logger: Logger, clock: Clock, options: OpenContextOptions = {}): Promise<AppContext> {
   let store: Store;
   try {
-    store = openLmdbStore(config.dataDir);
+    const data = openLmdbStore(config.dataDir);
+    store = options.cache === true ? new CachingStore(data) : data;
   } catch (error) {
     throw new StartupError(`cannot open the data directory ${config.dataDir}: ${(error as Error).message}`);
   }

@@ -1,10 +1,15 @@
 /**
  * @module cli/serve
- * `tokenmint serve`: listens, runs the key timer, and on SIGTERM/SIGINT stops accepting, lets
- * in-flight requests finish (new ones on open connections get 503), closes the store, exits 0.
- * With TOKENMINT_METRICS_PORT it also serves `GET /metrics` on a second listener; with
- * TOKENMINT_LOG_FILE it deletes expired daily log files at start-up and hourly, and flushes the
- * log before it returns. Expired token revocations are pruned at start-up and every few minutes.
+ * `tokenmint serve` in one process: listens, runs the key timer and the cache poll, and on
+ * SIGTERM/SIGINT stops accepting, lets in-flight requests finish (new ones on open connections
+ * get 503), closes the store, exits 0. With TOKENMINT_METRICS_PORT it also serves `GET /metrics`
+ * on a second listener; with TOKENMINT_LOG_FILE it deletes expired daily log files at start-up
+ * and hourly, and flushes the log before it returns. Expired token revocations are pruned at
+ * start-up and every few minutes.
+ *
+ * With TOKENMINT_WORKERS above 1, each worker runs the same loop (`serveWorker`) on the shared
+ * port, while its primary (serve-primary.ts) holds the lock, the metrics listener and the log
+ * retention. A worker also stops when its primary goes away.
  */
 import { buildApp } from "../app.ts";
 import type { AppContext } from "../context.ts";
@@ -12,11 +17,13 @@ import { startRevocationPruning } from "../core/oauth/revocation-pruning.ts";
 import { startLogRetention } from "../logging/retention.ts";
 import { metricsHandler } from "../metrics/endpoint.ts";
 import { StartupError } from "../startup.ts";
+import { CachingStore } from "../store/caching-store.ts";
 import { COMMIT, VERSION } from "../version.ts";
 import { acquireServeLock } from "./serve-lock.ts";
+import { isWorkerMessage, type WorkerMessage } from "./worker-ipc.ts";
 
 /** Longest wait for in-flight requests at shutdown. */
-const DRAIN_TIMEOUT_MS = 10_000;
+export const DRAIN_TIMEOUT_MS = 10_000;
 /**
  * How long the listener stays open after a signal, answering 503. Connections the kernel
  * accepted before the signal but the event loop has not read yet would be reset if the listener
@@ -30,18 +37,37 @@ export async function serve(ctx: AppContext): Promise<number> {
   const lock = acquireServeLock(dataDir);
   if ("heldBy" in lock) throw new StartupError(`another tokenmint server (pid ${lock.heldBy}) is serving the data directory ${dataDir}`);
   try {
-    return await serveLocked(ctx);
+    return await runServer(ctx, { worker: false });
   } finally {
     lock.release();
     ctx.logger.flush?.();
   }
 }
 
+/**
+ * Serves as a worker of a primary: on the shared port, without lock, metrics listener or log
+ * retention. Answers the primary's metrics requests; stops on a signal or when the primary is gone.
+ */
+export async function serveWorker(ctx: AppContext): Promise<number> {
+  const send = (message: WorkerMessage) => process.send?.(message);
+  const onMessage = (message: unknown) => {
+    if (isWorkerMessage(message) && message.type === "metrics") send({ type: "metrics", id: message.id, text: ctx.metrics.render() });
+  };
+  process.on("message", onMessage);
+  const orphaned = new Promise<string>((resolve) => process.once("disconnect", () => resolve("primary gone")));
+  try {
+    return await runServer(ctx, { worker: true, stop: orphaned, onListening: () => send({ type: "ready" }) });
+  } finally {
+    process.off("message", onMessage);
+    ctx.logger.flush?.();
+  }
+}
+
 /** Bun.serve's options without the address. */
-type ListenOptions = Omit<Parameters<typeof Bun.serve>[0], "hostname" | "port">;
+export type ListenOptions = Omit<Parameters<typeof Bun.serve>[0], "hostname" | "port">;
 
 /** Binds a listener; a failure becomes a one-line StartupError (naming the metrics listener when it is that one). */
-function listen(which: "api" | "metrics", host: string, port: number, options: ListenOptions): ReturnType<typeof Bun.serve> {
+export function listen(which: "api" | "metrics", host: string, port: number, options: ListenOptions): ReturnType<typeof Bun.serve> {
   try {
     return Bun.serve({ ...options, hostname: host, port } as Parameters<typeof Bun.serve>[0]);
   } catch (error) {
@@ -53,7 +79,29 @@ function listen(which: "api" | "metrics", host: string, port: number, options: L
   }
 }
 
-async function serveLocked(ctx: AppContext): Promise<number> {
+/**
+ * Resolves with the name of the first SIGTERM or SIGINT. The handlers stay installed, so a second
+ * signal (a terminal sends SIGINT to the whole process group, and the primary forwards it again)
+ * does not kill the process mid-drain.
+ */
+export function stopSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    process.on("SIGTERM", () => resolve("SIGTERM"));
+    process.on("SIGINT", () => resolve("SIGINT"));
+  });
+}
+
+interface ServerRole {
+  /** A worker shares the port (SO_REUSEPORT); the metrics listener and log retention are its primary's. */
+  worker: boolean;
+  /** Another reason to stop than a signal. */
+  stop?: Promise<string>;
+  /** Called once the API listener is bound. */
+  onListening?: () => void;
+}
+
+async function runServer(ctx: AppContext, role: ServerRole): Promise<number> {
+  const stopping = Promise.race([stopSignal(), ...(role.stop === undefined ? [] : [role.stop])]);
   const app = buildApp(ctx);
   const { host, port, metricsHost, metricsPort, logFile, logRetentionDays } = ctx.config;
   const server = listen("api", host, port, {
@@ -61,9 +109,10 @@ async function serveLocked(ctx: AppContext): Promise<number> {
     maxRequestBodySize: Math.max(ctx.config.maxBodyBytes * 4, 1 << 20),
     fetch: (request) => app.handle(request),
     development: false,
+    reusePort: role.worker,
   });
   let metricsServer: ReturnType<typeof Bun.serve> | undefined;
-  if (metricsPort !== undefined) {
+  if (metricsPort !== undefined && !role.worker) {
     const handler = metricsHandler(() => ctx.metrics.render());
     try {
       metricsServer = listen("metrics", metricsHost, metricsPort, { maxRequestBodySize: 64 * 1024, fetch: handler, development: false });
@@ -73,16 +122,17 @@ async function serveLocked(ctx: AppContext): Promise<number> {
     }
   }
   ctx.keys.start();
-  ctx.logger.info("tokenmint started", { version: VERSION, commit: COMMIT, host, port, metricsPort, alg: ctx.config.signingAlg, store: ctx.store.description });
+  if (ctx.store instanceof CachingStore) ctx.store.start();
+  if (role.worker) ctx.logger.info("worker started", { pid: process.pid });
+  else ctx.logger.info("tokenmint started", { version: VERSION, commit: COMMIT, host, port, metricsPort, alg: ctx.config.signingAlg, store: ctx.store.description });
+  role.onListening?.();
   // Expired daily log files go at start-up, then hourly.
   const stopRetention =
-    logFile === undefined ? () => {} : startLogRetention({ logFile, retentionDays: logRetentionDays, now: () => ctx.clock.now(), logger: ctx.logger });
+    logFile === undefined || role.worker ? () => {} : startLogRetention({ logFile, retentionDays: logRetentionDays, now: () => ctx.clock.now(), logger: ctx.logger });
+  // Every worker prunes: the passes are short transactions, and a worker that finds nothing left is done.
   const stopPruning = startRevocationPruning({ store: ctx.store, now: () => ctx.clock.now(), logger: ctx.logger });
 
-  const signal = await new Promise<string>((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
-  });
+  const signal = await stopping;
   ctx.logger.info("shutting down", { signal });
   ctx.draining = true;
   ctx.keys.stop();

@@ -3,6 +3,7 @@
  * Every setting of the service in one table: environment variable, flag, default and meaning.
  * docs/configuration.md is generated from this table (scripts/gen-docs.ts) and a test keeps them equal.
  */
+import { availableParallelism } from "node:os";
 
 /** A signing algorithm the service can generate keys for. */
 export type SigningAlg = "RS256" | "ES256" | "EdDSA";
@@ -30,6 +31,8 @@ export interface Config {
   metricsPort: number | undefined;
   logFile: string | undefined;
   logRetentionDays: number;
+  /** Worker processes of `serve` (1 = one process, no workers). */
+  workers: number;
   /** systemd's credentials directory (`$CREDENTIALS_DIRECTORY`), if the service runs under systemd. */
   credentialsDirectory: string | undefined;
 }
@@ -64,6 +67,9 @@ export function isHostName(value: string): boolean {
 function oneOf<T extends string>(name: string, allowed: readonly T[], raw: string): T | { problem: string } {
   return allowed.find((value) => value === raw) ?? problem(`${name} must be one of ${allowed.join(", ")}, got '${raw}'`);
 }
+
+/** One worker per core where processes can share a port (Linux); one process elsewhere. */
+const defaultWorkers = () => (process.platform === "linux" ? availableParallelism() : 1);
 
 /** The settings, in the order they are resolved (later rows may read earlier ones). */
 export const SETTINGS: readonly Setting[] = [
@@ -223,5 +229,13 @@ export const SETTINGS: readonly Setting[] = [
     description:
       "Days daily log files are kept (1-30). At start-up and hourly `serve` deletes the files named exactly `<name>-YYYY-MM-DD<ext>` whose date is more than this many days before today (UTC): today's file and the N previous days' files stay. No other file is touched.",
     parse: (raw) => (raw === undefined ? 1 : integerIn("TOKENMINT_LOG_RETENTION_DAYS", raw, 1, 30)),
+  },
+  {
+    key: "workers",
+    env: "TOKENMINT_WORKERS",
+    defaultText: "the number of CPU cores (Linux); `1` elsewhere",
+    description:
+      "Processes `serve` runs (1-256). With more than one, a primary process holds the data directory and starts that many workers, all serving the one port (SO_REUSEPORT, Linux only) from the one data file; it restarts a worker that dies and serves the metrics of all of them. `1` serves from a single process.",
+    parse: (raw) => (raw === undefined ? defaultWorkers() : integerIn("TOKENMINT_WORKERS", raw, 1, 256)),
   },
 ];

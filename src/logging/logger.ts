@@ -60,5 +60,11 @@ export function createServiceLogger(config: Pick<Config, "logLevel" | "logFile">
   return { ...createLogger(config.logLevel, sink.write, now), flush: sink.flush };
 }
 
+/** A logger that adds `fields` to every line of `logger` (a worker's lines name the worker). */
+export function withFields(logger: Logger, fields: LogFields): Logger {
+  const wrap = (emit: Logger["info"]) => (msg: string, own: LogFields = {}) => emit(msg, { ...fields, ...own });
+  return { debug: wrap(logger.debug), info: wrap(logger.info), warn: wrap(logger.warn), error: wrap(logger.error), flush: logger.flush };
+}
+
 /** A logger that drops everything (for tests that do not inspect logs). */
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };

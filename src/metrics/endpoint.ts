@@ -21,3 +21,12 @@ export function metricsHandler(render: () => string): (request: Request) => Resp
     return Response.json(body, { status });
   };
 }
+
+/** The same for a `render` that has to wait (the primary of several workers asks each of them). */
+export function asyncMetricsHandler(render: () => Promise<string>): (request: Request) => Promise<Response> {
+  return async (request) => {
+    const wanted = request.method === "GET" && new URL(request.url).pathname === METRICS_PATH;
+    const text = wanted ? await render() : "";
+    return metricsHandler(() => text)(request);
+  };
+}

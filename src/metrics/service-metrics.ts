@@ -6,6 +6,7 @@
  */
 import type { SigningAlg } from "../config/schema.ts";
 import type { KeySetStatus } from "../keys/key-service.ts";
+import type { Combine, MetricType } from "./merge.ts";
 import { MetricsRegistry, type Counter, type Histogram } from "./registry.ts";
 
 /** Upper bounds (seconds) of the request duration histogram. */
@@ -44,6 +45,20 @@ export interface ServiceMetrics {
   render(): string;
 }
 
+/** How each gauge combines across the processes of an instance; unlisted gauges take one process's view. */
+const INSTANCE_GAUGES: Readonly<Record<string, Combine>> = {
+  tokenmint_process_resident_memory_bytes: "sum",
+  tokenmint_process_heap_used_bytes: "sum",
+  tokenmint_process_start_time_seconds: "min",
+};
+
+/**
+ * The merge rule of an instance's metrics (metrics/merge.ts): counts and histograms add up,
+ * memory adds up, the start time is the earliest, and the key gauges (the same data seen by every
+ * worker) are taken from the first process that reports them.
+ */
+export const instanceMergeRule = (family: string, type: MetricType): Combine => (type === "gauge" ? (INSTANCE_GAUGES[family] ?? "first") : "sum");
+
 /** The sources of a real process: its memory and its start time. */
 export function processSources(): Pick<ServiceMetricsSources, "memoryUsage" | "startTimeSeconds"> {
   return {
@@ -74,11 +89,11 @@ export function createServiceMetrics(sources: ServiceMetricsSources): ServiceMet
     const status = sources.keyStatus();
     return status === undefined ? [] : [{ labels: {}, value: status.jwksKeys }];
   });
-  registry.gauge("tokenmint_process_resident_memory_bytes", "Resident set size of the process in bytes.", [], () => [
+  registry.gauge("tokenmint_process_resident_memory_bytes", "Resident set size of the process in bytes (with several workers: of all processes of the instance together).", [], () => [
     { labels: {}, value: sources.memoryUsage().rss },
   ]);
-  registry.gauge("tokenmint_process_heap_used_bytes", "JavaScript heap in use in bytes.", [], () => [{ labels: {}, value: sources.memoryUsage().heapUsed }]);
-  registry.gauge("tokenmint_process_start_time_seconds", "Start time of the process since the Unix epoch in seconds.", [], () => [
+  registry.gauge("tokenmint_process_heap_used_bytes", "JavaScript heap in use in bytes (with several workers: of all processes together).", [], () => [{ labels: {}, value: sources.memoryUsage().heapUsed }]);
+  registry.gauge("tokenmint_process_start_time_seconds", "Start time of the process (with several workers: of the primary) since the Unix epoch in seconds.", [], () => [
     { labels: {}, value: sources.startTimeSeconds },
   ]);
   return {

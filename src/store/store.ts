@@ -164,6 +164,13 @@ export interface Store {
   /** A short backend description for logs ("lmdb <path>"). */
   readonly description: string;
 
+  /**
+   * A counter that grows with every committed write to the data, by this or any other process
+   * (a write that ends up changing nothing may bump it too). A cache that saw it unchanged knows
+   * nothing was written meanwhile (store/caching-store.ts).
+   */
+  changeSeq(): Promise<number>;
+
   getMeta<T>(name: string): Promise<T | undefined>;
   /** Writes a meta value only if it is not set yet; returns the value now stored. */
   initMeta<T>(name: string, value: T): Promise<T>;

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { configurationMarkdown } from "../../src/config/docs.ts";
 import { ConfigError, loadConfig } from "../../src/config/load.ts";
@@ -34,8 +35,15 @@ describe("loadConfig", () => {
       metricsPort: undefined,
       logFile: undefined,
       logRetentionDays: 1,
+      workers: process.platform === "linux" ? availableParallelism() : 1,
       credentialsDirectory: undefined,
     });
+  });
+
+  test("TOKENMINT_WORKERS: 1 to 256 processes", () => {
+    expect(loadConfig({ TOKENMINT_WORKERS: "1" }).workers).toBe(1);
+    expect(loadConfig({ TOKENMINT_WORKERS: "4" }).workers).toBe(4);
+    for (const bad of ["0", "257", "two", "-1"]) expect(problemsOf({ TOKENMINT_WORKERS: bad })[0]).toContain("TOKENMINT_WORKERS");
   });
 
   test("the default public URL follows the port; flags win over variables", () => {

@@ -4,7 +4,7 @@
  * lines, and stop it with a signal. Every wait is bounded. Tests call `cleanup()` in afterEach,
  * which kills whatever is still running and removes the temp directories.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
@@ -184,7 +184,10 @@ export interface Server {
 
 export interface ServerOptions {
   dataDir?: string;
-  /** TOKENMINT_* settings on top of data dir, port, master key and ES256. */
+  /**
+   * TOKENMINT_* settings on top of data dir, port, master key, ES256 and one process
+   * (TOKENMINT_WORKERS=1, so a test's process count does not depend on the machine's cores).
+   */
   settings?: Record<string, string | undefined>;
   /** Master key; default a fresh one. Pass `null` to leave TOKENMINT_MASTER_KEY unset. */
   masterKey?: string | null;
@@ -206,6 +209,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
       TOKENMINT_PORT: String(port),
       TOKENMINT_SIGNING_ALG: "ES256",
       TOKENMINT_MASTER_KEY: masterKey ?? undefined,
+      TOKENMINT_WORKERS: "1",
       ...options.settings,
     });
     const proc = spawnTokenmint(["serve"], env);
@@ -241,6 +245,20 @@ export async function createApiKeyWithCli(server: Server, name = "e2e"): Promise
   const result = await runTokenmint(["apikeys", "create", "--name", name], server.env);
   if (result.code !== 0) throw new Error(`apikeys create failed (${result.code}): ${result.stderr}`);
   return result.stdout.trim();
+}
+
+/** Whether a process with `pid` exists (and is not a zombie). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
 }
 
 /** Kills every process still running and removes temp directories. Call in afterEach. */

@@ -1,8 +1,9 @@
 /**
- * CONTRACT §1: SIGTERM/SIGINT stop accepting, finish in-flight requests, close the store, exit 0.
+ * CONTRACT §1: SIGTERM/SIGINT stop accepting, finish in-flight requests, close the store, exit 0;
+ * as one process and with workers (the primary passes the signal on and waits for all of them).
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { api, cleanup, createApiKeyWithCli, startServer, within, type Server } from "./process.ts";
+import { api, cleanup, createApiKeyWithCli, isAlive, startServer, waitFor, within, type Server } from "./process.ts";
 
 afterEach(cleanup);
 
@@ -70,39 +71,59 @@ async function providerAndClient(server: Server, apiKey: string): Promise<{ prov
   return { providerId: provider.id, clientId: ((await res.json()) as { id: string }).id };
 }
 
-describe("signals", () => {
-  for (const signal of ["SIGTERM", "SIGINT"] as const) {
-    test(`${signal} stops the server with exit code 0 and a 'stopped' line`, async () => {
-      const server = await startServer();
-      const started = Date.now();
-      expect(await server.proc.stop(signal, 10_000)).toBe(0);
-      expect(Date.now() - started).toBeLessThan(10_000);
-      const messages = server.proc.logs().map((line) => line.msg);
-      expect(messages).toContain("stopped");
-      expect(server.proc.logs().find((line) => line.msg === "shutting down")?.signal).toBe(signal);
-      expect(server.proc.stderr.filter((line) => line.trim() !== "")).toEqual([]);
+for (const workers of [1, 2]) {
+  describe(`signals (${workers === 1 ? "one process" : `${workers} workers`})`, () => {
+    const start = () => startServer({ settings: { TOKENMINT_WORKERS: String(workers) } });
+    /** The pids of the workers (none for a single process), once the instance has started. */
+    const workerPids = async (server: Server) =>
+      workers === 1
+        ? []
+        : waitFor("every worker to start", () => {
+            const pids = server.proc.logs().filter((line) => line.msg === "worker started").map((line) => line.pid as number);
+            return pids.length >= workers ? pids : undefined;
+          });
+
+    for (const signal of ["SIGTERM", "SIGINT"] as const) {
+      test(`${signal} stops the server with exit code 0 and a 'stopped' line`, async () => {
+        const server = await start();
+        const pids = await workerPids(server);
+        const started = Date.now();
+        expect(await server.proc.stop(signal, 10_000)).toBe(0);
+        expect(Date.now() - started).toBeLessThan(10_000);
+        const messages = server.proc.logs().map((line) => line.msg);
+        expect(messages).toContain("stopped");
+        expect(messages.at(-1)).toBe("stopped");
+        expect(server.proc.logs().find((line) => line.msg === "shutting down")?.signal).toBe(signal);
+        expect(server.proc.stderr.filter((line) => line.trim() !== "")).toEqual([]);
+        // Every worker drained and stopped before the primary did.
+        const stoppedWorkers = server.proc.logs().filter((line) => line.msg === "stopped" && line.worker !== undefined);
+        expect(stoppedWorkers).toHaveLength(workers === 1 ? 0 : workers);
+        for (const pid of pids) expect(isAlive(pid)).toBe(false);
+      });
+    }
+
+    test("requests sent before SIGTERM all get a complete answer (201 or 503 unavailable)", async () => {
+      const server = await start();
+      const pids = await workerPids(server);
+      const apiKey = await createApiKeyWithCli(server);
+      const { providerId, clientId } = await providerAndClient(server, apiKey);
+      const request =
+        `POST /v1/providers/${providerId}/clients/${clientId}/tokens HTTP/1.1\r\n` +
+        `Host: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${apiKey}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`;
+
+      const requests = Array.from({ length: 30 }, () => rawRequest(server.port, request));
+      await Promise.all(requests.map((r) => r.sent));
+      server.proc.signal("SIGTERM");
+      const answers = await within(Promise.all(requests.map((r) => r.answer)), 10_000);
+      expect(answers).toBeDefined();
+
+      const summary = (answers as RawAnswer[]).map((a) =>
+        a.error !== undefined ? `error: ${a.error}` : a.status === 201 ? "201" : `${a.status} ${jsonOf(a.body as string).code}`,
+      );
+      expect(summary.filter((s) => s !== "201" && s !== "503 unavailable")).toEqual([]);
+      expect(await within(server.proc.exited, 10_000)).toBe(0);
+      expect(server.proc.logs().map((line) => line.msg)).toContain("stopped");
+      for (const pid of pids) expect(isAlive(pid)).toBe(false);
     });
-  }
-
-  test("requests sent before SIGTERM all get a complete answer (201 or 503 unavailable)", async () => {
-    const server = await startServer();
-    const apiKey = await createApiKeyWithCli(server);
-    const { providerId, clientId } = await providerAndClient(server, apiKey);
-    const request =
-      `POST /v1/providers/${providerId}/clients/${clientId}/tokens HTTP/1.1\r\n` +
-      `Host: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${apiKey}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`;
-
-    const requests = Array.from({ length: 30 }, () => rawRequest(server.port, request));
-    await Promise.all(requests.map((r) => r.sent));
-    server.proc.signal("SIGTERM");
-    const answers = await within(Promise.all(requests.map((r) => r.answer)), 10_000);
-    expect(answers).toBeDefined();
-
-    const summary = (answers as RawAnswer[]).map((a) =>
-      a.error !== undefined ? `error: ${a.error}` : a.status === 201 ? "201" : `${a.status} ${jsonOf(a.body as string).code}`,
-    );
-    expect(summary.filter((s) => s !== "201" && s !== "503 unavailable")).toEqual([]);
-    expect(await within(server.proc.exited, 10_000)).toBe(0);
-    expect(server.proc.logs().map((line) => line.msg)).toContain("stopped");
   });
-});
+}

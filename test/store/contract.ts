@@ -18,15 +18,21 @@ import {
   storeErrorKind,
 } from "./fixtures.ts";
 import { runClientJwksContract } from "./contract-jwks.ts";
+import { runChangeContract, type OtherInstance } from "./contract-changes.ts";
 import { runClientSecretContract } from "./contract-secrets.ts";
 import { runRevocationContract } from "./contract-revocation.ts";
 
-export type StoreFactory = () => Promise<{ store: Store; cleanup: () => Promise<void> }>;
+/**
+ * A fresh, empty store, its cleanup, and (when the backend can have several instances on one
+ * data, as processes do) how to open another one beside it.
+ */
+export type StoreFactory = () => Promise<{ store: Store; cleanup: () => Promise<void>; other?: OtherInstance }>;
 
 export function runStoreContract(name: string, factory: StoreFactory): void {
   describe(`store contract: ${name}`, () => {
     let store: Store;
     let cleanup: () => Promise<void>;
+    let other: OtherInstance | undefined;
     const A = newProjectId(T0);
     const B = newProjectId(T0 + 1);
     const untouched = () => {
@@ -34,7 +40,7 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
     };
 
     beforeEach(async () => {
-      ({ store, cleanup } = await factory());
+      ({ store, cleanup, other } = await factory());
     });
     afterEach(() => cleanup());
 
@@ -166,6 +172,9 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
     runClientSecretContract(() => store, A, B);
     runRevocationContract(() => store, A, B);
     runClientJwksContract(() => store, A, B);
+
+    // The change counter, also across instances: contract-changes.ts.
+    runChangeContract(() => store, A, () => other);
 
     test("paging: providers list in creation order, `last` is undefined on the last page", async () => {
       expect(await store.listProviders(A, { limit: 2 })).toEqual({ items: [], last: undefined });

@@ -7,6 +7,14 @@ import { tempDir } from "../helpers/app.ts";
 import { runStoreContract } from "./contract.ts";
 import { T0, apiKeyRecord, clientRecord, keySetRecord, newProjectId, providerRecord, storeErrorKind } from "./fixtures.ts";
 
+/**
+ * Ends the current event-loop turn. lmdb-js reads through a snapshot that it keeps until the next
+ * macrotask (or until the same instance commits), so a second instance in this process sees a
+ * write made by the first only from its next turn on. A process beside us (the CLI) gets the same
+ * guarantee: its committed writes are visible to our next turn.
+ */
+const nextTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
 runStoreContract("lmdb", async () => {
   const dir = tempDir("tokenmint-store-");
   const store = openLmdbStore(dir.path);
@@ -16,6 +24,8 @@ runStoreContract("lmdb", async () => {
       await store.close();
       dir.remove();
     },
+    // Another instance on the same file: what another process (the CLI) sees.
+    other: { open: async () => openLmdbStore(dir.path), settle: nextTurn },
   };
 });
 
@@ -31,13 +41,6 @@ async function withDir(body: (path: string) => Promise<void>): Promise<void> {
 
 const A = newProjectId(T0);
 
-/**
- * Ends the current event-loop turn. lmdb-js reads through a snapshot that it keeps until the next
- * macrotask (or until the same instance commits), so a second instance in this process sees a
- * write made by the first only from its next turn on. A process beside us (the CLI) gets the same
- * guarantee: its committed writes are visible to our next turn.
- */
-const nextTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 describe("lmdb store", () => {
   test("describes itself with the data file path", () =>
@@ -132,7 +135,7 @@ describe("lmdb store", () => {
     withDir(async (path) => {
       const seed = openLmdbStore(path);
       expect(await seed.swapKeySet(keySetRecord(A, 1), 0)).toBe(true);
-      await seed.close();
+      const seqBefore = await seed.changeSeq();
       const child = join(import.meta.dir, "cas-race-child.ts");
       const procs = [101, 102, 103].map((label) =>
         Bun.spawn([process.execPath, child, path, A, String(label)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" }),
@@ -148,6 +151,10 @@ describe("lmdb store", () => {
       expect(await Promise.all(procs.map((p) => p.exited))).toEqual([0, 0, 0]);
       expect(outcomes.filter((o) => o === "swapped true")).toHaveLength(1);
       expect(outcomes.filter((o) => o === "swapped false")).toHaveLength(2);
+      // The other processes' writes moved the change counter this instance reads.
+      await nextTurn();
+      expect(await seed.changeSeq()).toBeGreaterThan(seqBefore);
+      await seed.close();
       const after = openLmdbStore(path);
       const stored = await after.getKeySet(A);
       await after.close();

@@ -46,4 +46,6 @@ export const key = {
   revokedExpiriesOf: (projectId: string) => `revokedexp:${projectId}:`,
   /** Exclusive end of the expiry entries of a project at or before `now`. */
   revokedUntil: (projectId: string, now: number) => `revokedexp:${projectId}:${epochKey(now)}:\uffff`,
+  /** The change counter every write transaction bumps (Store#changeSeq). */
+  changeSeq: "changeseq",
 };

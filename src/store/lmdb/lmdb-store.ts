@@ -8,6 +8,8 @@
  * A client, its client-id index, its secrets and its public keys change together, in one
  * transaction. A revoked token and a used assertion jti are each kept twice (by id, and by
  * expiry so that pruning is a bounded range scan), written and removed together.
+ * Every write transaction also bumps one change counter (`changeSeq`), so a process can tell
+ * cheaply that some other process wrote.
  * `backup` copies the environment from one read snapshot; `openLmdbFileReadOnly` reads a data
  * file or a backup without changing it.
  */
@@ -74,10 +76,18 @@ export class LmdbStore implements Store {
     this.description = `lmdb ${path}${readOnly ? " (read-only)" : ""}`;
   }
 
-  /** A write transaction; a read-only store refuses it. */
+  /**
+   * A write transaction; a read-only store refuses it. It bumps the change counter in the same
+   * transaction, so every write (of any process) is seen by `changeSeq`; a body that throws
+   * aborts both.
+   */
   #write<T>(body: () => T): Promise<T> {
     if (this.#readOnly) return Promise.reject(new StoreError("unavailable", "the store is open read-only"));
-    return this.#db.transaction(body);
+    return this.#db.transaction(() => {
+      const result = body();
+      this.#db.putSync(key.changeSeq, (this.#get<number>(key.changeSeq) ?? 0) + 1);
+      return result;
+    });
   }
 
   #get<T>(k: string): T | undefined {
@@ -118,7 +128,14 @@ export class LmdbStore implements Store {
     return this.#get<T>(key.meta(name));
   }
 
+  async changeSeq(): Promise<number> {
+    return this.#get<number>(key.changeSeq) ?? 0;
+  }
+
   async initMeta<T>(name: string, value: T): Promise<T> {
+    // Set already (every start after the first): no write transaction needed.
+    const stored = this.#get<T>(key.meta(name));
+    if (stored !== undefined) return stored;
     return this.#write(() => {
       const existing = this.#get<T>(key.meta(name));
       if (existing !== undefined) return existing;

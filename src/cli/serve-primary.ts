@@ -1,0 +1,242 @@
+/**
+ * @module cli/serve-primary
+ * `tokenmint serve` with TOKENMINT_WORKERS above 1: this process is the primary. It checks and
+ * initialises the data once (the same start-up as a single process, so a bad setting or a wrong
+ * master key is one line on stderr), takes the data directory's lock, makes sure no one else holds
+ * the port, and starts the workers, all at once: each is this same program (serve.ts's
+ * `serveWorker`) listening on the one port with SO_REUSEPORT, so the kernel spreads connections
+ * over them. Every worker runs the key timer itself; the compare-and-swap on the key set keeps it
+ * to one rotation per period.
+ *
+ * The primary serves no API. It restarts a worker that dies (after 0.5 s, doubling for each
+ * crash in a row up to 30 s), runs the log retention, and serves the metrics listener: each
+ * scrape asks every worker for its metrics over IPC and merges them with its own (counts add up,
+ * see metrics/merge.ts). The counts of a worker that died stay in the totals as last reported.
+ * On SIGTERM/SIGINT it passes the signal on, waits for every worker to drain and exit, and exits 0.
+ */
+import type { Subprocess } from "bun";
+import type { Config } from "../config/schema.ts";
+import type { Clock } from "../context.ts";
+import type { Logger } from "../logging/logger.ts";
+import { startLogRetention } from "../logging/retention.ts";
+import { asyncMetricsHandler } from "../metrics/endpoint.ts";
+import { mergeExpositions } from "../metrics/merge.ts";
+import { createServiceMetrics, instanceMergeRule, processSources } from "../metrics/service-metrics.ts";
+import { openContext, StartupError } from "../startup.ts";
+import { COMMIT, VERSION } from "../version.ts";
+import { DRAIN_TIMEOUT_MS, listen, stopSignal } from "./serve.ts";
+import { acquireServeLock } from "./serve-lock.ts";
+import { isWorkerMessage, selfCommand, WORKER_ENV } from "./worker-ipc.ts";
+
+/** Restart delay after the first crash; doubled for each further crash in a row. */
+const RESTART_DELAY_MS = 500;
+const MAX_RESTART_DELAY_MS = 30_000;
+/** A worker that ran this long before it died starts a new crash series. */
+const STABLE_AFTER_MS = 60_000;
+/** Longest wait for a worker to start listening. */
+const START_TIMEOUT_MS = 30_000;
+/** Longest wait for a worker's metrics at a scrape; a silent worker counts with its last answer. */
+const METRICS_TIMEOUT_MS = 1_000;
+/** Beyond a worker's own drain timeout, how long the primary waits before it kills it. */
+const EXIT_GRACE_MS = 5_000;
+
+/** Runs the primary until a signal has stopped every worker; resolves with the exit code. */
+export async function servePrimary(config: Config, logger: Logger, clock: Clock): Promise<number> {
+  // The one-time start-up (format, project, master key, first keys, bootstrap key) happens here,
+  // before any worker runs, so workers only ever find it done.
+  const ctx = await openContext(config, logger, clock);
+  const store = ctx.store.description;
+  await ctx.store.close();
+  const lock = acquireServeLock(config.dataDir);
+  if ("heldBy" in lock) throw new StartupError(`another tokenmint server (pid ${lock.heldBy}) is serving the data directory ${config.dataDir}`);
+  try {
+    return await supervise(config, logger, clock, store);
+  } finally {
+    lock.release();
+    logger.flush?.();
+  }
+}
+
+async function supervise(config: Config, logger: Logger, clock: Clock, store: string): Promise<number> {
+  const stopping = stopSignal();
+  const { host, port, metricsHost, metricsPort, logFile, logRetentionDays, workers } = config;
+  // Workers bind with SO_REUSEPORT, which would share the port with another such listener rather
+  // than fail: a plain bind first reports a port that anyone holds.
+  await listen("api", host, port, { fetch: () => new Response(null, { status: 503 }), development: false }).stop(true);
+  const pool = new WorkerPool(workers, logger);
+  const own = createServiceMetrics({ ...processSources(), keyStatus: () => undefined, now: () => clock.now() });
+  const metricsServer =
+    metricsPort === undefined
+      ? undefined
+      : listen("metrics", metricsHost, metricsPort, {
+          maxRequestBodySize: 64 * 1024,
+          fetch: asyncMetricsHandler(() => pool.metrics(own.render())),
+          development: false,
+        });
+  try {
+    const first = await Promise.race([pool.start().then(() => undefined), stopping]);
+    if (first === undefined) {
+      logger.info("tokenmint started", { version: VERSION, commit: COMMIT, host, port, metricsPort, alg: config.signingAlg, store, workers });
+    }
+  } catch (error) {
+    await pool.stop("SIGTERM");
+    await metricsServer?.stop(true);
+    throw error;
+  }
+  const stopRetention =
+    logFile === undefined ? () => {} : startLogRetention({ logFile, retentionDays: logRetentionDays, now: () => clock.now(), logger });
+
+  const signal = await stopping;
+  logger.info("shutting down", { signal });
+  stopRetention();
+  await pool.stop(signal as NodeJS.Signals);
+  await metricsServer?.stop(true);
+  logger.info("stopped");
+  return 0;
+}
+
+interface Slot {
+  readonly number: number;
+  proc?: Subprocess;
+  ready: boolean;
+  startedAt: number;
+  /** Crashes in a row (each after less than STABLE_AFTER_MS of running). */
+  crashes: number;
+  restart?: ReturnType<typeof setTimeout>;
+  /** The worker's metrics at the last scrape it answered. */
+  lastMetrics?: string;
+  /** Settles the first start (pool.start). */
+  started?: { resolve: () => void; reject: (error: Error) => void };
+}
+
+/** The workers of the primary: start, restart, metrics, stop. */
+class WorkerPool {
+  readonly #logger: Logger;
+  readonly #slots: Slot[];
+  #stopping = false;
+  /** Counters and histograms of workers that have exited, as they last reported them. */
+  #retired = "";
+  #requestId = 0;
+  readonly #pending = new Map<number, (text: string) => void>();
+
+  constructor(count: number, logger: Logger) {
+    this.#logger = logger;
+    this.#slots = Array.from({ length: count }, (_, i) => ({ number: i + 1, ready: false, startedAt: 0, crashes: 0 }));
+  }
+
+  /** Starts every worker at once; resolves when all listen, rejects when one exits first. */
+  start(): Promise<void> {
+    return Promise.all(
+      this.#slots.map(
+        (slot) =>
+          new Promise<void>((resolve, reject) => {
+            const timer = setTimeout(() => reject(new StartupError(`worker ${slot.number} did not start within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
+            slot.started = {
+              resolve: () => (clearTimeout(timer), resolve()),
+              reject: (error) => (clearTimeout(timer), reject(error)),
+            };
+            this.#spawn(slot);
+          }),
+      ),
+    ).then(() => undefined);
+  }
+
+  #spawn(slot: Slot): void {
+    slot.ready = false;
+    slot.startedAt = Date.now();
+    slot.proc = Bun.spawn(selfCommand(), {
+      env: { ...process.env, [WORKER_ENV]: String(slot.number) },
+      stdio: ["ignore", "inherit", "inherit"],
+      serialization: "json",
+      ipc: (message) => this.#onMessage(slot, message),
+      onExit: (proc, code, signal) => this.#onExit(slot, proc, code, signal),
+    });
+  }
+
+  #onMessage(slot: Slot, message: unknown): void {
+    if (!isWorkerMessage(message)) return;
+    if (message.type === "ready") {
+      slot.ready = true;
+      slot.started?.resolve();
+      slot.started = undefined;
+    } else if (message.text !== undefined) {
+      slot.lastMetrics = message.text;
+      this.#pending.get(message.id)?.(message.text);
+    }
+  }
+
+  #onExit(slot: Slot, proc: Subprocess, code: number | null, signal: number | string | null): void {
+    if (slot.proc !== proc) return;
+    slot.proc = undefined;
+    slot.ready = false;
+    if (slot.lastMetrics !== undefined) {
+      this.#retired = mergeExpositions([this.#retired, slot.lastMetrics], (_, type) => (type === "gauge" ? "omit" : "sum"));
+      slot.lastMetrics = undefined;
+    }
+    if (this.#stopping) return;
+    const exit = { worker: slot.number, pid: proc.pid, code: code ?? undefined, signal: signal === null ? undefined : String(signal) };
+    if (slot.started !== undefined) {
+      slot.started.reject(new StartupError(`worker ${slot.number} exited while starting (${exit.signal ?? `exit code ${exit.code}`})`));
+      slot.started = undefined;
+      return;
+    }
+    slot.crashes = Date.now() - slot.startedAt >= STABLE_AFTER_MS ? 0 : slot.crashes + 1;
+    const delayMs = Math.min(MAX_RESTART_DELAY_MS, RESTART_DELAY_MS * 2 ** Math.max(0, slot.crashes - 1));
+    this.#logger.warn("worker exited unexpectedly; restarting", { ...exit, restartInMs: delayMs });
+    slot.restart = setTimeout(() => {
+      slot.restart = undefined;
+      if (!this.#stopping) this.#spawn(slot);
+    }, delayMs);
+  }
+
+  /** The instance's metrics: `own` merged with every worker's answer. */
+  async metrics(own: string): Promise<string> {
+    const answers = await Promise.all(this.#slots.map((slot) => this.#askMetrics(slot)));
+    return mergeExpositions([own, ...answers.filter((text): text is string => text !== undefined), this.#retired], instanceMergeRule);
+  }
+
+  async #askMetrics(slot: Slot): Promise<string | undefined> {
+    const proc = slot.proc;
+    if (proc === undefined || !slot.ready) return slot.lastMetrics;
+    const id = ++this.#requestId;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const answer = new Promise<string | undefined>((resolve) => {
+      this.#pending.set(id, resolve);
+      timer = setTimeout(() => resolve(slot.lastMetrics), METRICS_TIMEOUT_MS);
+    });
+    try {
+      proc.send({ type: "metrics", id });
+      return await answer;
+    } catch {
+      return slot.lastMetrics;
+    } finally {
+      clearTimeout(timer);
+      this.#pending.delete(id);
+    }
+  }
+
+  /** Passes `signal` to every worker and waits for all to exit (killing one that outlasts its drain). */
+  async stop(signal: NodeJS.Signals): Promise<void> {
+    this.#stopping = true;
+    const running: Subprocess[] = [];
+    for (const slot of this.#slots) {
+      if (slot.restart !== undefined) clearTimeout(slot.restart);
+      slot.started?.resolve();
+      slot.started = undefined;
+      if (slot.proc !== undefined) running.push(slot.proc);
+    }
+    for (const proc of running) proc.kill(signal);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const exited = await Promise.race([
+      Promise.all(running.map((proc) => proc.exited)).then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), DRAIN_TIMEOUT_MS + EXIT_GRACE_MS))),
+    ]);
+    clearTimeout(timer);
+    if (!exited) {
+      const left = running.filter((proc) => proc.exitCode === null && proc.signalCode === null);
+      this.#logger.warn("workers did not stop in time; killing them", { count: left.length });
+      for (const proc of left) proc.kill("SIGKILL");
+      await Promise.all(left.map((proc) => proc.exited));
+    }
+  }
+}

@@ -1,0 +1,238 @@
+/**
+ * `serve` with TOKENMINT_WORKERS=2: one port served by two worker processes of one primary; a
+ * change made through the CLI or through one worker (new or deleted client, revoked API key,
+ * rotated or revoked signing key) is seen by every worker within a second; the metrics listener
+ * reports the whole instance; a killed worker is restarted; workers never outlive their primary.
+ *
+ * Requests go on fresh connections (`Connection: close`), so the kernel spreads them over both
+ * workers; the request log names the worker that answered, which shows that both did.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { decodeProtectedHeader, type JSONWebKeySet } from "jose";
+import { openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
+import { cleanup, freePort, isAlive, runTokenmint, startServer, waitFor, type Server, type ServerOptions } from "./process.ts";
+
+afterEach(cleanup);
+
+const WORKERS = 2;
+/** Requests per check: all on one worker by chance has probability 2^-15. */
+const BATCH = 16;
+
+interface Instance {
+  server: Server;
+  apiKey: string;
+  /** Worker number → pid, from the "worker started" lines. */
+  pids: Map<number, number>;
+  metricsUrl?: string;
+}
+
+async function startInstance(options: ServerOptions = {}, withMetrics = false): Promise<Instance> {
+  const metricsPort = withMetrics ? String(await freePort()) : undefined;
+  const server = await startServer({ ...options, settings: { TOKENMINT_WORKERS: String(WORKERS), TOKENMINT_METRICS_PORT: metricsPort, ...options.settings } });
+  await waitFor("the instance to start", () => (server.proc.logs().some((line) => line.msg === "tokenmint started") ? true : undefined));
+  const apiKey = await cli(server, "apikeys", "create", "--name", "workers");
+  return { server, apiKey, pids: workerPids(server), metricsUrl: metricsPort === undefined ? undefined : `http://127.0.0.1:${metricsPort}` };
+}
+
+/** The latest pid of each worker. */
+function workerPids(server: Server): Map<number, number> {
+  const pids = new Map<number, number>();
+  for (const line of server.proc.logs()) if (line.msg === "worker started") pids.set(line.worker as number, line.pid as number);
+  return pids;
+}
+
+async function cli(server: Server, ...args: string[]): Promise<string> {
+  const result = await runTokenmint(args, server.env);
+  if (result.code !== 0) throw new Error(`tokenmint ${args.join(" ")} exited ${result.code}: ${result.stderr}`);
+  return result.stdout.trim();
+}
+
+/** A request on its own connection. */
+function fresh(server: Server, path: string, init: { method?: string; apiKey?: string; body?: unknown } = {}): Promise<Response> {
+  const headers: Record<string, string> = { connection: "close" };
+  if (init.apiKey !== undefined) headers.authorization = `Bearer ${init.apiKey}`;
+  if (init.body !== undefined) headers["content-type"] = "application/json";
+  return fetch(`${server.url}${path}`, { method: init.method ?? "GET", headers, body: init.body === undefined ? undefined : JSON.stringify(init.body), keepalive: false });
+}
+
+/** The workers named by "request" log lines of `route` written after line `from` of stdout. */
+function answeringWorkers(server: Server, from: number, route: string): number[] {
+  return server.proc.stdout
+    .slice(from)
+    .filter((line) => line !== "")
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((line) => line.msg === "request" && line.route === route)
+    .map((line) => line.worker as number);
+}
+
+/**
+ * Waits at most one second for a batch of requests that all `pass`, then sends one more batch on
+ * fresh connections that must all pass and must have been answered by every worker.
+ */
+async function seenByEveryWorker(server: Server, what: string, route: string, send: () => Promise<Response>, pass: (res: Response) => Promise<boolean>) {
+  const batch = async () => (await Promise.all(Array.from({ length: BATCH }, async () => pass(await send())))).every(Boolean);
+  await waitFor(what, async () => ((await batch()) ? true : undefined), 1000, 0);
+  const from = server.proc.stdout.length;
+  expect(await batch()).toBe(true);
+  const workers = await waitFor("the request log of the batch", () => {
+    const seen = answeringWorkers(server, from, route);
+    return seen.length >= BATCH ? seen : undefined;
+  });
+  expect([...new Set(workers)].sort()).toEqual([1, 2]);
+}
+
+const TOKENS = "/v1/providers/:providerId/clients/:clientId/tokens";
+
+async function providerAndClient(instance: Instance): Promise<{ providerId: string; clientId: string; tokenPath: string }> {
+  const { server, apiKey } = instance;
+  const provider = (await (await fresh(server, "/v1/providers", { method: "POST", apiKey, body: { name: "workers" } })).json()) as { id: string };
+  const res = await fresh(server, `/v1/providers/${provider.id}/clients`, { method: "POST", apiKey, body: { name: "c", audience: "https://api.workers.test" } });
+  expect(res.status).toBe(201);
+  const clientId = ((await res.json()) as { id: string }).id;
+  return { providerId: provider.id, clientId, tokenPath: `/v1/providers/${provider.id}/clients/${clientId}/tokens` };
+}
+
+const kidOf = async (res: Response) => (res.status === 201 ? decodeProtectedHeader(((await res.json()) as { accessToken: string }).accessToken).kid : undefined);
+const jwksKids = async (res: Response) => ((await res.json()) as JSONWebKeySet).keys.map((k) => k.kid);
+const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")[1]);
+
+describe(`serve with ${WORKERS} workers`, () => {
+  test("one port is served by two worker processes of the primary", async () => {
+    const instance = await startInstance();
+    const { server, pids } = instance;
+    expect([...pids.keys()].sort()).toEqual([1, 2]);
+    const children = [...pids.values()];
+    expect(new Set(children).size).toBe(2);
+    for (const pid of children) {
+      expect(pid).not.toBe(server.proc.pid);
+      expect(parentOf(pid)).toBe(server.proc.pid);
+    }
+    const started = server.proc.logs().find((line) => line.msg === "tokenmint started");
+    expect(started?.workers).toBe(2);
+    // Only the primary holds the data directory's lock.
+    expect(readFileSync(`${server.dataDir}/serve.pid`, "utf8").trim()).toBe(String(server.proc.pid));
+    await seenByEveryWorker(server, "both workers to answer", "/v1/providers", () => fresh(server, "/v1/providers", { apiKey: instance.apiKey }), async (res) => res.status === 200);
+    expect(await server.proc.stop()).toBe(0);
+  }, 30_000);
+
+  test("a client created or deleted through one worker is seen by every worker within a second", async () => {
+    const instance = await startInstance();
+    const { server, apiKey } = instance;
+    const { providerId, clientId, tokenPath } = await providerAndClient(instance);
+    await seenByEveryWorker(server, "the new client on every worker", TOKENS, () => fresh(server, tokenPath, { method: "POST", apiKey }), async (res) => res.status === 201);
+    expect((await fresh(server, `/v1/providers/${providerId}/clients/${clientId}`, { method: "DELETE", apiKey })).status).toBe(204);
+    await seenByEveryWorker(server, "the deleted client gone from every worker", TOKENS, () => fresh(server, tokenPath, { method: "POST", apiKey }), async (res) => res.status === 404);
+  }, 30_000);
+
+  test("an API key revoked with the CLI is refused by every worker within a second", async () => {
+    const instance = await startInstance();
+    const { server } = instance;
+    const created = JSON.parse(await cli(server, "apikeys", "create", "--name", "doomed", "--json")) as { id: string; key: string };
+    const send = () => fresh(server, "/v1/providers", { apiKey: created.key });
+    await seenByEveryWorker(server, "the key accepted everywhere", "/v1/providers", send, async (res) => res.status === 200);
+    await cli(server, "apikeys", "revoke", created.id);
+    await seenByEveryWorker(server, "the revoked key refused everywhere", "/v1/providers", send, async (res) => res.status === 401);
+  }, 30_000);
+
+  test("a signing key revoked with the CLI leaves every worker's JWKS and tokens within a second", async () => {
+    const instance = await startInstance();
+    const { server, apiKey } = instance;
+    const { tokenPath } = await providerAndClient(instance);
+    const { items } = JSON.parse(await cli(server, "keys", "list", "--json")) as { items: { kid: string; state: string }[] };
+    const current = items.find((k) => k.state === "current")?.kid as string;
+    const token = () => fresh(server, tokenPath, { method: "POST", apiKey });
+    await seenByEveryWorker(server, "tokens signed with the current key", TOKENS, token, async (res) => (await kidOf(res)) === current);
+    await cli(server, "keys", "revoke", current);
+    await seenByEveryWorker(server, "tokens signed with another key", TOKENS, token, async (res) => {
+      const kid = await kidOf(res);
+      return kid !== undefined && kid !== current;
+    });
+    for (let i = 0; i < BATCH; i++) expect(await jwksKids(await fresh(server, "/.well-known/jwks"))).not.toContain(current);
+  }, 30_000);
+
+  test("a key rotation made with the CLI is used by every worker within a second", async () => {
+    // Data whose next key has been published long enough for a manual rotation.
+    const first = await startServer();
+    const masterKey = first.env.TOKENMINT_MASTER_KEY as string;
+    expect(await first.proc.stop()).toBe(0);
+    const store = openLmdbStore(first.dataDir);
+    const projectId = (await store.getMeta<string>("defaultProjectId")) as string;
+    const set = (await store.getKeySet(projectId))!;
+    const dayAgo = Date.now() - 86_400_000;
+    // Only the keys' age changes: the scheduled rotation stays a day away.
+    const backdated = { ...set, version: set.version + 1, keys: set.keys.map((k) => ({ ...k, createdAt: dayAgo })) };
+    expect(await store.swapKeySet(backdated, set.version)).toBe(true);
+    await store.close();
+
+    const instance = await startInstance({ dataDir: first.dataDir, masterKey });
+    const { server, apiKey } = instance;
+    const { tokenPath } = await providerAndClient(instance);
+    const next = set.keys.find((k) => k.state === "next")?.kid as string;
+    await cli(server, "keys", "rotate");
+    const token = () => fresh(server, tokenPath, { method: "POST", apiKey });
+    await seenByEveryWorker(server, "tokens signed with the promoted key", TOKENS, token, async (res) => (await kidOf(res)) === next);
+    expect(server.proc.logs().filter((line) => line.msg === "signing key rotated")).toHaveLength(0);
+  }, 30_000);
+
+  test("the metrics listener counts the requests of every worker, also across a worker's restart", async () => {
+    const instance = await startInstance({}, true);
+    const { server, apiKey } = instance;
+    const { tokenPath } = await providerAndClient(instance);
+    const from = server.proc.stdout.length;
+    for (let i = 0; i < BATCH; i++) expect((await fresh(server, tokenPath, { method: "POST", apiKey })).status).toBe(201);
+    const workers = await waitFor("the request log", () => {
+      const seen = answeringWorkers(server, from, TOKENS);
+      return seen.length >= BATCH ? seen : undefined;
+    });
+    expect(new Set(workers).size).toBe(2);
+    const scrape = async () => (await fetch(`${instance.metricsUrl}/metrics`)).text();
+    const issued = (text: string) => Number(/^tokenmint_tokens_issued_total\{alg="ES256"\} (\d+)$/m.exec(text)?.[1] ?? "0");
+    const before = await scrape();
+    expect(issued(before)).toBe(BATCH);
+    expect(before).toContain(`tokenmint_http_requests_total{method="POST",route="${TOKENS}",status="201"} ${BATCH}\n`);
+    expect(before).toContain("tokenmint_jwks_keys 2\n");
+    // One sample per family: the processes' memory is added up, not listed.
+    expect(before.match(/^tokenmint_process_resident_memory_bytes /gm)).toHaveLength(1);
+
+    // A worker killed after the scrape: what it had counted stays in the totals.
+    const victim = instance.pids.get(1) as number;
+    process.kill(victim, "SIGKILL");
+    await waitFor("worker 1 to be restarted", () => (workerPids(server).get(1) !== victim ? true : undefined), 10_000);
+    expect(issued(await scrape())).toBeGreaterThanOrEqual(BATCH);
+    expect(await server.proc.stop()).toBe(0);
+  }, 30_000);
+
+  test("a killed worker is restarted and serves again; the restart is logged", async () => {
+    const instance = await startInstance();
+    const { server, apiKey } = instance;
+    const victim = instance.pids.get(2) as number;
+    process.kill(victim, "SIGKILL");
+    const warning = await waitFor("the restart warning", () =>
+      server.proc.logs().find((line) => line.msg === "worker exited unexpectedly; restarting" && line.worker === 2),
+    );
+    expect(warning.pid).toBe(victim);
+    expect(warning.signal).toBe("SIGKILL");
+    expect(warning.restartInMs).toBeGreaterThan(0);
+    const replacement = await waitFor("worker 2 to start again", () => {
+      const pid = workerPids(server).get(2);
+      return pid !== victim ? pid : undefined;
+    }, 10_000);
+    expect(isAlive(victim)).toBe(false);
+    expect(parentOf(replacement as number)).toBe(server.proc.pid);
+    await seenByEveryWorker(server, "both workers to answer", "/v1/providers", () => fresh(server, "/v1/providers", { apiKey }), async (res) => res.status === 200);
+    expect(await server.proc.stop()).toBe(0);
+    for (const pid of workerPids(server).values()) expect(isAlive(pid)).toBe(false);
+  }, 30_000);
+
+  test("workers stop by themselves when the primary is killed", async () => {
+    const instance = await startInstance();
+    const { server } = instance;
+    server.proc.signal("SIGKILL");
+    await server.proc.exited;
+    for (const pid of instance.pids.values()) await waitFor(`worker ${pid} to exit`, () => (isAlive(pid) ? undefined : true), 10_000);
+    // The port is free again.
+    const probe = Bun.serve({ hostname: "127.0.0.1", port: server.port, fetch: () => new Response() });
+    await probe.stop(true);
+  }, 30_000);
+});

@@ -1,0 +1,94 @@
+/**
+ * The storage contract of the change counter, part of runStoreContract (contract.ts): every kind
+ * of write moves `changeSeq`, and a write made by another instance on the same data (another
+ * process, the CLI) moves it too and is seen by this store's reads once `settle` has run.
+ */
+import { expect, test } from "bun:test";
+import type { Store } from "../../src/store/store.ts";
+import { T0, apiKeyRecord, clientRecord, clientSecretRecord, keySetRecord, providerRecord } from "./fixtures.ts";
+
+/** A second instance on the same data, and how to wait until the first one sees its writes. */
+export interface OtherInstance {
+  open(): Promise<Store>;
+  /** Resolves once writes already committed by another instance are visible to the store under test. */
+  settle(): Promise<void>;
+}
+
+/** Registers the tests; `store` returns the fresh store of the running test, `other` its sibling opener. */
+export function runChangeContract(store: () => Store, A: string, other: () => OtherInstance | undefined): void {
+  test("changeSeq: every kind of write moves it forward", async () => {
+    const s = store();
+    let last = await s.changeSeq();
+    const moved: string[] = [];
+    const step = async (what: string, write: Promise<unknown>) => {
+      await write;
+      const now = await s.changeSeq();
+      if (now > last) moved.push(what);
+      last = now;
+    };
+    const p = providerRecord(A, T0);
+    const c = clientRecord(p, T0 + 1);
+    const secret = clientSecretRecord(c, T0 + 2, "h-secret");
+    const key = apiKeyRecord(A, T0 + 3, "h-key");
+    const writes: [string, () => Promise<unknown>][] = [
+      ["initMeta", () => s.initMeta("changes", 1)],
+      ["createProject", () => s.createProject({ id: A, name: "default", createdAt: T0 })],
+      ["createProvider", () => s.createProvider(p)],
+      ["updateProvider", () => s.updateProvider(A, p.id, (cur) => ({ ...cur, name: "renamed" }))],
+      ["createClient", () => s.createClient(c)],
+      ["updateClient", () => s.updateClient(A, p.id, c.id, (cur) => ({ ...cur, audience: "urn:new" }))],
+      ["createClientSecret", () => s.createClientSecret(secret, 2)],
+      ["deleteClientSecret", () => s.deleteClientSecret(A, c.id, secret.id)],
+      ["deleteClient", () => s.deleteClient(A, p.id, c.id)],
+      ["deleteProvider", () => s.deleteProvider(A, p.id)],
+      ["createApiKey", () => s.createApiKey(key)],
+      ["updateApiKey", () => s.updateApiKey(A, key.id, (cur) => ({ ...cur, revokedAt: T0 + 4 }))],
+      ["swapKeySet", () => s.swapKeySet(keySetRecord(A, 1), 0)],
+    ];
+    for (const [what, write] of writes) await step(what, write());
+    expect(moved).toEqual(writes.map(([what]) => what));
+  });
+
+  test("changeSeq: a write by another instance on the same data moves it, and reads see the write", async () => {
+    const sibling = other();
+    if (sibling === undefined) return;
+    const s = store();
+    const p = providerRecord(A, T0);
+    const c = clientRecord(p, T0 + 1);
+    const key = apiKeyRecord(A, T0 + 2, "h-other");
+    await s.createProvider(p);
+    await s.createClient(c);
+    await s.createApiKey(key);
+    await s.createClientSecret(clientSecretRecord(c, T0 + 3, "h-s1"), 2);
+    // Read once, so a caching store holds every record the other instance is about to change.
+    expect(await s.getProvider(A, p.id)).toEqual(p);
+    expect(await s.getClient(A, p.id, c.id)).toEqual(c);
+    expect(await s.getClientById(A, c.id)).toEqual(c);
+    expect(await s.getApiKeyByHash("h-other")).toEqual(key);
+    expect(await s.listClientSecrets(A, c.id)).toHaveLength(1);
+    const before = await s.changeSeq();
+
+    const o = await sibling.open();
+    try {
+      const renamed = await o.updateProvider(A, p.id, (cur) => ({ ...cur, name: "renamed elsewhere" }));
+      const moved = await o.updateClient(A, p.id, c.id, (cur) => ({ ...cur, audience: "urn:elsewhere" }));
+      const revoked = await o.updateApiKey(A, key.id, (cur) => ({ ...cur, revokedAt: T0 + 9 }));
+      await o.createClientSecret(clientSecretRecord(c, T0 + 4, "h-s2"), 2);
+      await sibling.settle();
+      expect(await s.changeSeq()).toBeGreaterThan(before);
+      expect(await s.getProvider(A, p.id)).toEqual(renamed);
+      expect(await s.getClient(A, p.id, c.id)).toEqual(moved);
+      expect(await s.getClientById(A, c.id)).toEqual(moved);
+      expect(await s.getApiKeyByHash("h-other")).toEqual(revoked);
+      expect((await s.listClientSecrets(A, c.id)).map((x) => x.hash)).toEqual(["h-s1", "h-s2"]);
+
+      await o.deleteClient(A, p.id, c.id);
+      await sibling.settle();
+      expect(await s.getClient(A, p.id, c.id)).toBeUndefined();
+      expect(await s.getClientById(A, c.id)).toBeUndefined();
+      expect(await s.listClientSecrets(A, c.id)).toEqual([]);
+    } finally {
+      await o.close();
+    }
+  });
+}
