@@ -1,7 +1,7 @@
 /**
  * `serve` with TOKENMINT_WORKERS=2: one port served by two worker processes of one primary; a
  * change made through the CLI or through one worker (new or deleted client, revoked API key,
- * rotated or revoked signing key) is seen by every worker within a second; the metrics listener
+ * rotated or revoked signing key, new project, custom domain) is seen by every worker within a second; the metrics listener
  * reports the whole instance; a killed worker is restarted; workers never outlive their primary.
  *
  * Requests go on fresh connections (`Connection: close`), so the kernel spreads them over both
@@ -123,6 +123,22 @@ describe(`serve with ${WORKERS} workers`, () => {
     await seenByEveryWorker(server, "the new client on every worker", TOKENS, () => fresh(server, tokenPath, { method: "POST", apiKey }), async (res) => res.status === 201);
     expect((await fresh(server, `/v1/providers/${providerId}/clients/${clientId}`, { method: "DELETE", apiKey })).status).toBe(204);
     await seenByEveryWorker(server, "the deleted client gone from every worker", TOKENS, () => fresh(server, tokenPath, { method: "POST", apiKey }), async (res) => res.status === 404);
+  }, 30_000);
+
+  test("a project created with the CLI, and its custom domain set through one worker, are served by every worker within a second", async () => {
+    const instance = await startInstance();
+    const { server } = instance;
+    await cli(server, "projects", "create", "--slug", "acme");
+    const apiKey = await cli(server, "apikeys", "create", "--project", "acme", "--name", "acme");
+    const project = async (res: Response) => (res.status === 200 ? ((await res.json()) as { slug: string; issuer: string }) : undefined);
+    const send = () => fresh(server, "/v1/project", { apiKey });
+    await seenByEveryWorker(server, "the new project on every worker", "/v1/project", send, async (res) => (await project(res))?.slug === "acme");
+    expect((await fresh(server, "/v1/project", { method: "PATCH", apiKey, body: { customDomain: "auth.acme.test" } })).status).toBe(200);
+    await seenByEveryWorker(server, "the custom domain on every worker", "/v1/project", send, async (res) => (await project(res))?.issuer === "http://auth.acme.test");
+    for (let i = 0; i < BATCH; i++) {
+      const res = await fetch(`${server.url}/.well-known/openid-configuration`, { headers: { host: "auth.acme.test", connection: "close" } });
+      expect(((await res.json()) as { issuer: string }).issuer).toBe("http://auth.acme.test");
+    }
   }, 30_000);
 
   test("an API key revoked with the CLI is refused by every worker within a second", async () => {
