@@ -11,6 +11,7 @@ import type { AppContext, Clock } from "./context.ts";
 import { KeyService } from "./keys/key-service.ts";
 import { MasterKeyError, resolveMasterKey } from "./keys/master-key.ts";
 import { createMasterKeyCheck, importMasterKey, verifyMasterKeyCheck } from "./keys/sealing.ts";
+import { planFields, SignerFactory } from "./keys/signers/factory.ts";
 import type { Logger } from "./logging/logger.ts";
 import { createServiceMetrics, processSources } from "./metrics/service-metrics.ts";
 import { openLmdbStore } from "./store/lmdb/lmdb-store.ts";
@@ -65,6 +66,8 @@ export async function openContext(config: Config, logger: Logger, clock: Clock):
     await checkFormat(store, config.dataDir);
     const projectId = await ensureDefaultProject(store, clock.now());
     const masterKey = await unlockMasterKey(store, config, logger);
+    const signers = new SignerFactory({ mode: config.signer, logger });
+    logger.info("signers", planFields(await signers.plan()));
     const keys = new KeyService({
       store,
       masterKey,
@@ -72,6 +75,7 @@ export async function openContext(config: Config, logger: Logger, clock: Clock):
       logger,
       signingAlg: config.signingAlg,
       rotationPeriod: config.keyRotationPeriod,
+      signers,
     });
     await keys.load(projectId);
     if (config.bootstrapApiKey !== undefined && (await ensureBootstrapApiKey(store, projectId, config.bootstrapApiKey, clock.now()))) {

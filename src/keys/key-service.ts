@@ -12,6 +12,7 @@ import type { Logger } from "../logging/logger.ts";
 import type { KeySetRecord, KeyState, SigningKeyRecord, Store } from "../store/store.ts";
 import { generateSigningKey } from "./generate.ts";
 import { KeyRing } from "./key-ring.ts";
+import type { SignerFactory } from "./signers/factory.ts";
 import { byLifecycleOrder, initialKeySet, jwksMaxAge, nextKeyReadyAt, pruneKeySet, revokeKey, rotateKeySet, scheduledRotationAt } from "./lifecycle.ts";
 
 /** Public metadata of one key, as `GET /v1/keys` and `keys list` show it. */
@@ -38,6 +39,8 @@ export interface KeyServiceOptions {
   signingAlg: SigningAlg;
   /** Seconds between automatic rotations; 0 = off. */
   rotationPeriod: number;
+  /** Makes each ring's signer; the fastest available signers when left out. */
+  signers?: SignerFactory;
 }
 
 /** What metrics read of a project's loaded key set, without touching the store. */
@@ -78,7 +81,7 @@ export class KeyService {
   async load(projectId: string): Promise<KeyRing> {
     let set = await this.#o.store.getKeySet(projectId);
     if (set === undefined) set = await this.#createInitial(projectId);
-    this.#loaded.set(projectId, { ring: await KeyRing.build(set, this.#o.masterKey), set });
+    this.#loaded.set(projectId, { ring: await KeyRing.build(set, this.#o.masterKey, this.#o.signers), set });
     await this.#maintain(projectId);
     return this.ring(projectId);
   }
@@ -110,7 +113,7 @@ export class KeyService {
   async #refresh(projectId: string, set?: KeySetRecord): Promise<void> {
     const latest = set ?? (await this.#read(projectId));
     if (this.#loaded.get(projectId)?.set.version === latest.version) return;
-    this.#loaded.set(projectId, { ring: await KeyRing.build(latest, this.#o.masterKey), set: latest });
+    this.#loaded.set(projectId, { ring: await KeyRing.build(latest, this.#o.masterKey, this.#o.signers), set: latest });
   }
 
   /**
