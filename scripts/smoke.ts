@@ -6,7 +6,9 @@
  * Copies the binary alone into an empty temp directory, starts it there with a clean
  * environment, creates an API key with its own CLI, creates a provider, a client and a token over
  * HTTP, verifies the token against the served JWKS with jose, sends SIGTERM while requests are in
- * flight, and expects every request answered and exit code 0 within 10 s.
+ * flight, and expects every request answered and exit code 0 within 10 s. The keys are RS256 and
+ * the start-up log must say they are signed through the system's libcrypto (bun:ffi inside the
+ * compiled executable).
  */
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -32,8 +34,12 @@ async function freePort(): Promise<number> {
 
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
-const env = { PATH: "/usr/bin:/bin", TOKENMINT_PORT: String(port), TOKENMINT_PUBLIC_URL: base, TOKENMINT_SIGNING_ALG: "ES256" };
+const env = { PATH: "/usr/bin:/bin", TOKENMINT_PORT: String(port), TOKENMINT_PUBLIC_URL: base, TOKENMINT_SIGNING_ALG: "RS256" };
 const server = Bun.spawn([exe, "serve"], { cwd: dir, env, stdout: "pipe", stderr: "pipe" });
+let logText = "";
+void (async () => {
+  for await (const chunk of server.stdout) logText += new TextDecoder().decode(chunk);
+})();
 
 try {
   const deadline = Date.now() + 10_000;
@@ -44,6 +50,14 @@ try {
     if (ready) break;
     await Bun.sleep(50);
   }
+
+  const signers = logText
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as Record<string, string>)
+    .find((entry) => entry.msg === "signers");
+  if (signers?.RS256 !== "libcrypto") fail(`RS256 is not signed through libcrypto: ${JSON.stringify(signers)}`);
+  if (logText.includes("libcrypto cannot sign")) fail("libcrypto failed its check against the built-in signer");
 
   const cli = Bun.spawnSync([exe, "apikeys", "create", "--name", "smoke"], { cwd: dir, env });
   if (cli.exitCode !== 0) fail(`apikeys create exited ${cli.exitCode}: ${cli.stderr.toString()}`);
@@ -86,7 +100,7 @@ try {
   if (code !== 0) fail(`exit after SIGTERM was ${code}`);
   const broken = statuses.filter((s) => s !== 201 && s !== 503);
   if (broken.length > 0) fail(`in-flight requests were not answered: ${broken.join(", ")}`);
-  console.log(`smoke: ok — binary served from an empty directory, token verified, SIGTERM exit 0 in ${Date.now() - stoppedAt} ms`);
+  console.log(`smoke: ok — binary served from an empty directory, RS256 token signed by ${signers.libcrypto} verified, SIGTERM exit 0 in ${Date.now() - stoppedAt} ms`);
 } finally {
   if (server.exitCode === null) server.kill("SIGKILL");
   rmSync(dir, { recursive: true, force: true });
