@@ -5,7 +5,7 @@
  * system's libcrypto through bun:ffi. Asynchronous signers run with many signatures in flight,
  * as a server would use them (×64 rows), and also one at a time.
  *
- *   bun scripts/bench-signers.ts [--seconds 2] [--json]
+ *   bun scripts/bench-signers.ts [--seconds 2] [--json] [--signers node-sync,libcrypto]
  *
  * For each it prints signatures/s, the CPU the process used meanwhile (async signers may use
  * helper threads, so "×64" rows can exceed one core) and signatures per CPU second, which is
@@ -18,8 +18,13 @@ import { nodeAsyncSigner, nodePrivateKey, nodeSyncSigner, webCryptoSigner } from
 import { libcryptoRsaSigner, loadLibcrypto } from "../src/keys/signers/libcrypto.ts";
 import type { RawSigner } from "../src/keys/signers/signer.ts";
 
-const { values } = parseArgs({ options: { seconds: { type: "string", default: "2" }, json: { type: "boolean", default: false } }, strict: true });
+const { values } = parseArgs({
+  options: { seconds: { type: "string", default: "2" }, json: { type: "boolean", default: false }, signers: { type: "string" } },
+  strict: true,
+});
 const seconds = Number(values.seconds);
+/** Only these signer kinds (comma-separated), e.g. the synchronous ones for an all-cores run. */
+const only = values.signers === undefined ? undefined : new Set(values.signers.split(","));
 // About the size of an access token's signing input (header and claims, base64url).
 const input = new TextEncoder().encode("e".repeat(300));
 
@@ -66,6 +71,7 @@ for (const alg of SIGNING_ALGS) {
   if (alg === "RS256" && libcrypto.available) signers.push(await libcryptoRsaSigner(new Uint8Array(key.export({ type: "pkcs8", format: "der" }))));
   const row: Record<string, Rate> = {};
   for (const signer of signers) {
+    if (only !== undefined && !only.has(signer.kind)) continue;
     const lanes = signer.kind === "node-sync" || signer.kind === "libcrypto" ? [1] : [1, 64];
     for (const inFlight of lanes) {
       await rate(signer, 1); // warm-up
