@@ -13,7 +13,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, type JWK } from "jose";
 import { SIGNING_ALGS, type SigningAlg } from "../../src/config/schema.ts";
-import { KeyRing } from "../../src/keys/key-ring.ts";
 import { nodeAsyncSigner, nodePrivateKey, nodeSyncSigner, webCryptoSigner } from "../../src/keys/signers/builtin.ts";
 import { SignerFactory } from "../../src/keys/signers/factory.ts";
 import { libcryptoRsaSigner, loadLibcrypto } from "../../src/keys/signers/libcrypto.ts";
