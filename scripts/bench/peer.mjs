@@ -6,7 +6,8 @@
  *   node peer.mjs PORT ALG WORKERS    (ALG: RS256, ES256 or EdDSA)
  *
  * One resource server (audience https://bench.example) takes every token: JWT format, signed with
- * ALG, 3600 s, the default resource of the one client (`bench`, client_secret_basic). WORKERS
+ * ALG, 3600 s, the default resource of the one client (`bench`, client_secret_basic; peer.ts
+ * PEER_CLIENT holds the same values). WORKERS
  * Node processes share the port (node:cluster), each with the same key; prints "ready" once all
  * of them listen.
  */
@@ -16,9 +17,9 @@ import { createServer } from "node:http";
 
 const [port, alg, workersText] = process.argv.slice(2);
 const workers = Number(workersText ?? "1");
-export const CLIENT_ID = "bench";
-export const CLIENT_SECRET = "bench-secret-bench-secret-bench-secret";
-export const AUDIENCE = "https://bench.example";
+const CLIENT_ID = "bench";
+const CLIENT_SECRET = "bench-secret-bench-secret-bench-secret";
+const AUDIENCE = "https://bench.example";
 
 function newPrivateJwk() {
   const { privateKey } =
