@@ -7,9 +7,8 @@
  *
  * One resource server (audience https://bench.example) takes every token: JWT format, signed with
  * ALG, 3600 s, the default resource of the one client (`bench`, client_secret_basic; peer.ts
- * PEER_CLIENT holds the same values). WORKERS
- * Node processes share the port (node:cluster), each with the same key; prints "ready" once all
- * of them listen.
+ * PEER_CLIENT holds the same values). WORKERS Node processes share the port (node:cluster), each
+ * with the same key; prints "ready" once all of them listen.
  */
 import cluster from "node:cluster";
 import { createPrivateKey, generateKeyPairSync } from "node:crypto";
