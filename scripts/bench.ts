@@ -3,23 +3,38 @@
  *
  *   bun scripts/bench.ts [--binary dist/tokenmint] [--seconds 10] [--warmup 3]
  *                        [--connections 50] [--out bench-results.json]
+ *                        [--no-peer] [--peer-version 9.13.3] [--peer-workers <cores>]
+ *                        [--scale] [--scale-providers 100000] [--scale-clients 1000000] [--scale-alg ES256]
  *
- * For each signing algorithm it starts the executable on loopback in a temp directory, creates
- * an API key (with the executable's CLI), a provider and a client, checks that an issued token
- * verifies against the served JWKS, then loads `POST .../tokens` with wrk (warm-up, then a fixed
- * measured duration) and reads the server's CPU time and memory from /proc. The RS256 instance
- * also serves the JWKS and discovery figures. Baselines in the same run: the runtime's raw
- * signing rate, `openssl speed` (all cores), and the HTTP floor (a trivial Elysia server parsing
- * the same JSON, loaded by the same wrk settings). Prints a table and writes JSON.
- * Requires wrk (Debian: `apt-get install wrk`) and openssl.
+ * For each signing algorithm it prepares a data directory with the executable's CLI (API key,
+ * default project, signing keys), measures the executable's start-up (start to first answer,
+ * median of 3) and idle memory, starts it on loopback, creates a provider, a client and a client
+ * secret, checks that tokens from `POST .../tokens` and from `POST /oauth/token` verify against
+ * the served JWKS, then loads both with wrk (warm-up, then a fixed measured duration) and reads
+ * the server's CPU time and memory from /proc (summed over its process tree). The RS256 instance
+ * also serves the JWKS and discovery figures.
+ *
+ * Baselines in the same run: the single-thread rate of every signer the runtime offers
+ * (scripts/bench-signers.ts), the machine's signing rate with the service's signers on all cores,
+ * `openssl speed` (all cores), the HTTP floor (a trivial Elysia server parsing the same JSON),
+ * and unless --no-peer the peer: panva's oidc-provider under Node, installed from npm into a temp
+ * directory, issuing JWT access tokens by client credentials with the same wrk settings as
+ * tokenmint's `/oauth/token` (a peer token is verified against its JWKS first).
+ *
+ * --scale adds the scale variant: a data directory filled with 100,000 providers and 1,000,000
+ * clients (scripts/bench/seed.ts, through the store, before the server starts), then the same
+ * issuance, start-up and memory figures for --scale-alg, next to the empty store's.
+ *
+ * Prints every figure and ratio and writes them as JSON. Requires wrk (Debian: `apt-get install
+ * wrk`) and openssl; the peer needs node and npm (and the npm registry).
  */
-import { cpus } from "node:os";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createRemoteJWKSet, jwtVerify } from "jose";
-import { haveWrk, runWrk, type LoadResult } from "./bench/wrk.ts";
+import { installPeer, PEER_CLIENT, startPeer, type PeerInstall } from "./bench/peer.ts";
+import { haveWrk, runWrk, type LoadResult, type LoadSpec } from "./bench/wrk.ts";
 
 const root = resolve(import.meta.dir, "..");
 const { values } = parseArgs({
@@ -29,6 +44,13 @@ const { values } = parseArgs({
     warmup: { type: "string", default: "3" },
     connections: { type: "string", default: "50" },
     out: { type: "string", default: join(root, "bench-results.json") },
+    "no-peer": { type: "boolean", default: false },
+    "peer-version": { type: "string", default: "9.13.3" },
+    "peer-workers": { type: "string", default: String(cpus().length) },
+    scale: { type: "boolean", default: false },
+    "scale-providers": { type: "string", default: "100000" },
+    "scale-clients": { type: "string", default: "1000000" },
+    "scale-alg": { type: "string", default: "ES256" },
   },
   strict: true,
 });
@@ -37,6 +59,9 @@ const warmup = Number(values.warmup);
 const connections = Number(values.connections);
 const threads = 2;
 const ALGS = ["RS256", "ES256", "EdDSA"] as const;
+type Alg = (typeof ALGS)[number];
+const scaleAlg = values["scale-alg"] as Alg;
+if (!ALGS.includes(scaleAlg)) throw new Error(`--scale-alg must be one of ${ALGS.join(", ")}`);
 
 if (!haveWrk()) {
   console.error("bench: wrk is required (Debian: apt-get install wrk)");
@@ -45,7 +70,7 @@ if (!haveWrk()) {
 const binary = resolve(values.binary as string);
 if (!existsSync(binary)) {
   console.log(`bench: building ${binary}`);
-  if (Bun.spawnSync(["bun", join(root, "scripts", "build.ts"), "--outfile", binary], { stdout: "inherit", stderr: "inherit" }).exitCode !== 0) process.exit(1);
+  if (Bun.spawnSync([process.execPath, join(root, "scripts", "build.ts"), "--outfile", binary], { stdout: "inherit", stderr: "inherit" }).exitCode !== 0) process.exit(1);
 }
 
 async function freePort(): Promise<number> {
@@ -55,24 +80,49 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function waitReady(url: string, proc: { exitCode: number | null }): Promise<void> {
+async function waitReady(url: string, proc: { exitCode: number | null }, pollMs = 50): Promise<void> {
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) throw new Error(`process exited with ${proc.exitCode}`);
     if (await fetch(url).then((r) => r.ok, () => false)) return;
-    await Bun.sleep(50);
+    await Bun.sleep(pollMs);
   }
   throw new Error(`${url} did not answer within 15 s`);
 }
 
-/** CPU seconds (user+system) and current/peak RSS of a process, from /proc. */
+/** `pid` and every descendant, from /proc (workers of a server count as the server). */
+function processTree(pid: number): number[] {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    const tasks = `/proc/${out[i]}/task`;
+    if (!existsSync(tasks)) continue;
+    for (const tid of readdirSync(tasks)) {
+      const children = readFileSync(`${tasks}/${tid}/children`, "utf8").trim();
+      if (children !== "") out.push(...children.split(" ").map(Number));
+    }
+  }
+  return out;
+}
+
+/** CPU seconds (user+system) and current/peak RSS, summed over the process tree of `pid`. */
 function procUsage(pid: number): { cpuSeconds: number; rssMiB: number; peakRssMiB: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? "0");
-  return { cpuSeconds: ticks / 100, rssMiB: kib("VmRSS") / 1024, peakRssMiB: kib("VmHWM") / 1024 };
+  let ticks = 0;
+  let rssKiB = 0;
+  let peakKiB = 0;
+  for (const p of processTree(pid)) {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]);
+      const status = readFileSync(`/proc/${p}/status`, "utf8");
+      const kib = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? "0");
+      rssKiB += kib("VmRSS");
+      peakKiB += kib("VmHWM");
+    } catch {
+      // The process ended between listing and reading.
+    }
+  }
+  return { cpuSeconds: ticks / 100, rssMiB: rssKiB / 1024, peakRssMiB: peakKiB / 1024 };
 }
 
 interface Measured extends LoadResult {
@@ -81,62 +131,124 @@ interface Measured extends LoadResult {
   serverPeakRssMiB?: number;
 }
 
-async function measure(pid: number | undefined, spec: Parameters<typeof runWrk>[0]): Promise<Measured> {
-  await runWrk({ ...spec, seconds: warmup });
+async function measure(pid: number | undefined, spec: Omit<LoadSpec, "connections" | "threads" | "seconds">): Promise<Measured> {
+  const full = { ...spec, connections, threads, seconds };
+  await runWrk({ ...full, seconds: warmup });
   const before = pid === undefined ? undefined : procUsage(pid);
-  const result: Measured = await runWrk(spec);
+  const result: Measured = await runWrk(full);
   if (pid !== undefined && before !== undefined) {
     const after = procUsage(pid);
-    result.serverCpuCores = (after.cpuSeconds - before.cpuSeconds) / spec.seconds;
+    result.serverCpuCores = (after.cpuSeconds - before.cpuSeconds) / seconds;
     result.serverRssMiB = after.rssMiB;
     result.serverPeakRssMiB = after.peakRssMiB;
   }
   return result;
 }
 
-async function benchAlg(alg: (typeof ALGS)[number]): Promise<Record<string, Measured>> {
+const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString("base64")}`;
+const FORM = "application/x-www-form-urlencoded";
+const GRANT = "grant_type=client_credentials";
+
+/** The environment of a tokenmint process of the bench. */
+function serverEnv(port: number, alg: Alg): Record<string, string> {
+  return { PATH: process.env.PATH ?? "/usr/bin:/bin", TOKENMINT_PORT: String(port), TOKENMINT_PUBLIC_URL: `http://127.0.0.1:${port}`, TOKENMINT_SIGNING_ALG: alg, TOKENMINT_LOG_LEVEL: "warn" };
+}
+
+/** A data directory with the default project, signing keys and an API key (from the CLI). */
+function prepareDataDir(alg: Alg): { dir: string; apiKey: string } {
   const dir = mkdtempSync(join(tmpdir(), "tokenmint-bench-"));
+  const cli = Bun.spawnSync([binary, "apikeys", "create", "--name", "bench"], { cwd: dir, env: serverEnv(1, alg), stderr: "pipe" });
+  if (cli.exitCode !== 0) throw new Error(`apikeys create failed: ${cli.stderr.toString()}`);
+  return { dir, apiKey: cli.stdout.toString().trim() };
+}
+
+interface StartupFigures {
+  /** Median ms from spawn to the first 200 of /readyz, over 3 starts of existing data. */
+  startMs: number;
+  /** RSS (all processes) half a second after the first answer, MiB. */
+  idleRssMiB: number;
+}
+
+/** Starts the executable on `dir` three times and measures start-up and idle memory. */
+async function measureStartup(dir: string, alg: Alg): Promise<StartupFigures> {
+  const times: number[] = [];
+  let idleRssMiB = 0;
+  for (let i = 0; i < 3; i++) {
+    const port = await freePort();
+    const started = performance.now();
+    const server = Bun.spawn([binary, "serve"], { cwd: dir, env: serverEnv(port, alg), stdout: "ignore", stderr: "inherit" });
+    try {
+      await waitReady(`http://127.0.0.1:${port}/readyz`, server, 2);
+      times.push(performance.now() - started);
+      await Bun.sleep(500);
+      idleRssMiB = Math.max(idleRssMiB, procUsage(server.pid).rssMiB);
+    } finally {
+      server.kill("SIGTERM");
+      await server.exited;
+    }
+  }
+  times.sort((a, b) => a - b);
+  return { startMs: Math.round(times[1] as number), idleRssMiB: Math.round(idleRssMiB * 10) / 10 };
+}
+
+/**
+ * Issuance figures of one algorithm on a prepared data directory: `POST .../tokens` and
+ * `POST /oauth/token` (and, with `extras`, the JWKS and discovery), each after checking that a
+ * token verifies against the served JWKS.
+ */
+async function benchServer(alg: Alg, dir: string, apiKey: string, label: string, extras: boolean): Promise<Record<string, Measured>> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", TOKENMINT_PORT: String(port), TOKENMINT_PUBLIC_URL: base, TOKENMINT_SIGNING_ALG: alg, TOKENMINT_LOG_LEVEL: "warn" };
-  const server = Bun.spawn([binary, "serve"], { cwd: dir, env, stdout: "ignore", stderr: "inherit" });
+  const server = Bun.spawn([binary, "serve"], { cwd: dir, env: serverEnv(port, alg), stdout: "ignore", stderr: "inherit" });
   try {
     await waitReady(`${base}/readyz`, server);
-    const cli = Bun.spawnSync([binary, "apikeys", "create", "--name", "bench"], { cwd: dir, env });
-    const apiKey = cli.stdout.toString().trim();
     const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" };
     const post = async (path: string, body: unknown) => (await (await fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(body) })).json()) as Record<string, string>;
     const provider = await post("/v1/providers", { name: "bench" });
     const client = await post(`/v1/providers/${provider.id}/clients`, { name: "bench", audience: "https://bench.example" });
+    const secret = await post(`/v1/providers/${provider.id}/clients/${client.id}/secrets`, {});
     const path = `/v1/providers/${provider.id}/clients/${client.id}/tokens`;
-    const body = JSON.stringify({ expiresIn: 600 });
-    const token = await post(path, { expiresIn: 600 });
-    await jwtVerify(token.accessToken as string, createRemoteJWKSet(new URL(`${base}/.well-known/jwks`)), { issuer: base, audience: "https://bench.example" });
+    const jwks = createRemoteJWKSet(new URL(`${base}/.well-known/jwks`));
+    const expected = { issuer: base, audience: "https://bench.example" };
+    await jwtVerify((await post(path, { expiresIn: 600 })).accessToken as string, jwks, expected);
+    const oauthHeaders = { authorization: basic(client.id as string, secret.secret as string), "content-type": FORM };
+    const oauth = (await (await fetch(`${base}/oauth/token`, { method: "POST", headers: oauthHeaders, body: GRANT })).json()) as { access_token: string };
+    await jwtVerify(oauth.access_token, jwks, expected);
 
     const figures: Record<string, Measured> = {};
-    figures[`tokens ${alg}`] = await measure(server.pid, { url: `${base}${path}`, method: "POST", body, headers, connections, threads, seconds });
-    if (alg === "RS256") {
-      figures.jwks = await measure(server.pid, { url: `${base}/.well-known/jwks`, connections, threads, seconds });
-      figures.discovery = await measure(server.pid, { url: `${base}/.well-known/openid-configuration`, connections, threads, seconds });
+    figures[`${label} ${alg}`] = await measure(server.pid, { url: `${base}${path}`, method: "POST", body: JSON.stringify({ expiresIn: 600 }), headers });
+    figures[`${label} ${alg} oauth`] = await measure(server.pid, { url: `${base}/oauth/token`, method: "POST", body: GRANT, headers: oauthHeaders });
+    if (extras) {
+      figures.jwks = await measure(server.pid, { url: `${base}/.well-known/jwks` });
+      figures.discovery = await measure(server.pid, { url: `${base}/.well-known/openid-configuration` });
     }
     return figures;
   } finally {
     server.kill("SIGTERM");
     await server.exited;
+  }
+}
+
+async function benchAlg(alg: Alg): Promise<{ figures: Record<string, Measured>; startup: StartupFigures }> {
+  const { dir, apiKey } = prepareDataDir(alg);
+  try {
+    const startup = await measureStartup(dir, alg);
+    return { figures: await benchServer(alg, dir, apiKey, "tokens", alg === "RS256"), startup };
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
 async function benchFloor(): Promise<Record<string, Measured>> {
   const port = await freePort();
-  const server = Bun.spawn(["bun", join(root, "scripts", "bench", "floor.ts"), String(port)], { stdout: "ignore", stderr: "inherit" });
+  const server = Bun.spawn([process.execPath, join(root, "scripts", "bench", "floor.ts"), String(port)], { stdout: "ignore", stderr: "inherit" });
   try {
     const base = `http://127.0.0.1:${port}`;
     await waitReady(`${base}/jwks`, server);
     const headers = { authorization: "Bearer floor-floor-floor-floor-floor-floor", "content-type": "application/json" };
     return {
-      "floor POST": await measure(server.pid, { url: `${base}/tokens`, method: "POST", body: JSON.stringify({ expiresIn: 600 }), headers, connections, threads, seconds }),
-      "floor GET": await measure(server.pid, { url: `${base}/jwks`, connections, threads, seconds }),
+      "floor POST": await measure(server.pid, { url: `${base}/tokens`, method: "POST", body: JSON.stringify({ expiresIn: 600 }), headers }),
+      "floor GET": await measure(server.pid, { url: `${base}/jwks` }),
     };
   } finally {
     server.kill("SIGTERM");
@@ -144,12 +256,28 @@ async function benchFloor(): Promise<Record<string, Measured>> {
   }
 }
 
-/** Runtime signing rate: one sign-rate process per core, summed. */
-async function runtimeSignRate(): Promise<Record<string, number>> {
-  const procs = cpus().map(() => Bun.spawn(["bun", join(root, "scripts", "bench", "sign-rate.ts"), "3"], { stdout: "pipe", stderr: "inherit" }));
-  const outputs = await Promise.all(procs.map((p) => new Response(p.stdout).json() as Promise<Record<string, { webcrypto: number; nodeSync: number }>>));
+/** Output of scripts/bench-signers.ts --json. */
+interface SignerRun {
+  libcrypto: { available: boolean; version?: string; reason?: string };
+  results: Record<string, Record<string, { perSecond: number; cpuCores: number; perCpuSecond: number }>>;
+}
+
+function signerArgs(signerSeconds: number, only?: string): string[] {
+  return [process.execPath, join(root, "scripts", "bench-signers.ts"), "--json", "--seconds", String(signerSeconds), ...(only === undefined ? [] : ["--signers", only])];
+}
+
+/** Every signer the runtime offers, one process alone on the machine. */
+async function singleThreadSigners(): Promise<SignerRun> {
+  const proc = Bun.spawn(signerArgs(Math.max(1, Math.min(3, seconds / 3))), { stdout: "pipe", stderr: "inherit" });
+  return (await new Response(proc.stdout).json()) as SignerRun;
+}
+
+/** The machine's signing rate with the signers the service uses: one process per core, summed. */
+async function allCoresSignRate(): Promise<Record<string, number>> {
+  const procs = cpus().map(() => Bun.spawn(signerArgs(3, "node-sync,libcrypto"), { stdout: "pipe", stderr: "inherit" }));
+  const outputs = await Promise.all(procs.map((p) => new Response(p.stdout).json() as Promise<SignerRun>));
   const total: Record<string, number> = {};
-  for (const alg of ALGS) total[alg] = outputs.reduce((sum, o) => sum + Math.max(o[alg]?.webcrypto ?? 0, o[alg]?.nodeSync ?? 0), 0);
+  for (const alg of ALGS) total[alg] = outputs.reduce((sum, o) => sum + Math.max(0, ...Object.values(o.results[alg] ?? {}).map((r) => r.perSecond)), 0);
   return total;
 }
 
@@ -164,10 +292,78 @@ function opensslSignRate(): Record<string, number> {
   };
 }
 
+/** The peer for each algorithm: verify one of its tokens, then load its token endpoint. */
+async function benchPeer(install: PeerInstall): Promise<Record<string, Measured>> {
+  const figures: Record<string, Measured> = {};
+  const headers = { authorization: basic(PEER_CLIENT.id, PEER_CLIENT.secret), "content-type": FORM };
+  for (const alg of ALGS) {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const peer = await startPeer(install, port, alg, Number(values["peer-workers"]));
+    try {
+      const discovery = (await (await fetch(`${base}/.well-known/openid-configuration`)).json()) as { token_endpoint: string; jwks_uri: string };
+      const answer = (await (await fetch(discovery.token_endpoint, { method: "POST", headers, body: GRANT })).json()) as { access_token?: string; error?: string };
+      if (answer.access_token === undefined) throw new Error(`the peer issued no token: ${JSON.stringify(answer)}`);
+      const { protectedHeader } = await jwtVerify(answer.access_token, createRemoteJWKSet(new URL(discovery.jwks_uri)), { issuer: base, audience: PEER_CLIENT.audience });
+      if (protectedHeader.alg !== alg) throw new Error(`the peer signed with ${protectedHeader.alg}, not ${alg}`);
+      figures[`peer ${alg}`] = await measure(peer.pid, { url: discovery.token_endpoint, method: "POST", body: GRANT, headers });
+    } finally {
+      peer.kill("SIGTERM");
+      await peer.exited;
+    }
+  }
+  return figures;
+}
+
+/** The scale variant: many providers and clients in the store, then the same figures. */
+async function benchScale(): Promise<{ figures: Record<string, Measured>; startup: StartupFigures; seed: unknown }> {
+  const { dir, apiKey } = prepareDataDir(scaleAlg);
+  try {
+    console.log(`bench: seeding ${values["scale-providers"]} providers and ${values["scale-clients"]} clients`);
+    const seeded = Bun.spawnSync([process.execPath, join(root, "scripts", "bench", "seed.ts"), join(dir, "data"), values["scale-providers"] as string, values["scale-clients"] as string], {
+      stdout: "pipe",
+      stderr: "inherit",
+    });
+    if (seeded.exitCode !== 0) throw new Error("seeding failed");
+    const seed = JSON.parse(seeded.stdout.toString().trim()) as unknown;
+    const startup = await measureStartup(dir, scaleAlg);
+    return { figures: await benchServer(scaleAlg, dir, apiKey, "scale tokens", false), startup, seed };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// The run.
 const figures: Record<string, Measured> = {};
-for (const alg of ALGS) Object.assign(figures, await benchAlg(alg));
+const startup: Record<string, StartupFigures> = {};
+for (const alg of ALGS) {
+  const run = await benchAlg(alg);
+  Object.assign(figures, run.figures);
+  startup[alg] = run.startup;
+}
 Object.assign(figures, await benchFloor());
-const runtime = await runtimeSignRate();
+let peer: { version: string; workers: number } | { skipped: string } = { skipped: "--no-peer" };
+if (!values["no-peer"]) {
+  let install: PeerInstall | undefined;
+  try {
+    install = installPeer(values["peer-version"] as string);
+    Object.assign(figures, await benchPeer(install));
+    peer = { version: install.version, workers: Number(values["peer-workers"]) };
+  } catch (error) {
+    peer = { skipped: (error as Error).message };
+    console.error(`bench: peer skipped: ${(error as Error).message}`);
+  } finally {
+    install?.remove();
+  }
+}
+let scale: { startup: StartupFigures; seed: unknown } | undefined;
+if (values.scale) {
+  const run = await benchScale();
+  Object.assign(figures, run.figures);
+  scale = { startup: run.startup, seed: run.seed };
+}
+const signers = await singleThreadSigners();
+const runtime = await allCoresSignRate();
 const openssl = opensslSignRate();
 
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !b ? undefined : Math.round((a / b) * 1000) / 1000);
@@ -177,22 +373,40 @@ for (const alg of ALGS) {
   ratios[`tokens ${alg} / openssl sign`] = ratio(tps, openssl[alg]);
   ratios[`tokens ${alg} / runtime sign`] = ratio(tps, runtime[alg]);
   ratios[`tokens ${alg} / HTTP floor`] = ratio(tps, figures["floor POST"]?.perSecond);
+  ratios[`oauth ${alg} / peer`] = ratio(figures[`tokens ${alg} oauth`]?.perSecond, figures[`peer ${alg}`]?.perSecond);
 }
 ratios["jwks / HTTP floor"] = ratio(figures.jwks?.perSecond, figures["floor GET"]?.perSecond);
 ratios["discovery / HTTP floor"] = ratio(figures.discovery?.perSecond, figures["floor GET"]?.perSecond);
+if (scale !== undefined) {
+  ratios[`scale tokens ${scaleAlg} / empty`] = ratio(figures[`scale tokens ${scaleAlg}`]?.perSecond, figures[`tokens ${scaleAlg}`]?.perSecond);
+  ratios[`scale oauth ${scaleAlg} / empty`] = ratio(figures[`scale tokens ${scaleAlg} oauth`]?.perSecond, figures[`tokens ${scaleAlg} oauth`]?.perSecond);
+  ratios[`scale start-up / empty`] = ratio(scale.startup.startMs, startup[scaleAlg]?.startMs);
+  ratios[`scale idle RSS / empty`] = ratio(scale.startup.idleRssMiB, startup[scaleAlg]?.idleRssMiB);
+}
 
 const fmt = (n: number | undefined, digits = 0) => (n === undefined || Number.isNaN(n) ? "-" : n.toFixed(digits));
 console.log(`\nmachine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}; wrk ${threads} threads, ${connections} connections, ${seconds} s after ${warmup} s warm-up\n`);
-console.log("figure              req/s     p50 ms  p99 ms  max ms  errors  server cpu  rss MiB");
+console.log("figure                       req/s     p50 ms  p99 ms  max ms  errors  server cpu  rss MiB");
 for (const [name, m] of Object.entries(figures)) {
   console.log(
-    `${name.padEnd(18)} ${fmt(m.perSecond).padStart(7)}  ${fmt(m.p50Ms, 2).padStart(7)} ${fmt(m.p99Ms, 2).padStart(7)} ${fmt(m.maxMs, 1).padStart(7)} ${String(m.errors).padStart(7)}  ${fmt(m.serverCpuCores, 2).padStart(10)} ${fmt(m.serverRssMiB, 1).padStart(8)}`,
+    `${name.padEnd(27)} ${fmt(m.perSecond).padStart(7)}  ${fmt(m.p50Ms, 2).padStart(7)} ${fmt(m.p99Ms, 2).padStart(7)} ${fmt(m.maxMs, 1).padStart(7)} ${String(m.errors).padStart(7)}  ${fmt(m.serverCpuCores, 2).padStart(10)} ${fmt(m.serverRssMiB, 1).padStart(8)}`,
   );
 }
-console.log(`\nsigning/s (all cores)  runtime: ${ALGS.map((a) => `${a} ${fmt(runtime[a])}`).join(", ")}`);
-console.log(`                       openssl: ${ALGS.map((a) => `${a} ${fmt(openssl[a])}`).join(", ")}\n`);
-for (const [name, value] of Object.entries(ratios)) console.log(`${name.padEnd(30)} ${fmt(value, 3)}`);
+console.log("\nstart-up (start to first answer, median of 3) and idle RSS:");
+for (const [alg, s] of Object.entries(startup)) console.log(`  ${alg.padEnd(22)} ${String(s.startMs).padStart(5)} ms  ${fmt(s.idleRssMiB, 1).padStart(6)} MiB`);
+if (scale !== undefined) console.log(`  ${`${scaleAlg} scale`.padEnd(22)} ${String(scale.startup.startMs).padStart(5)} ms  ${fmt(scale.startup.idleRssMiB, 1).padStart(6)} MiB  (seed: ${JSON.stringify(scale.seed)})`);
+console.log(`\nsigners, one thread (sign/s; sign per CPU second)  libcrypto: ${signers.libcrypto.available ? signers.libcrypto.version : `unavailable (${signers.libcrypto.reason})`}`);
+for (const [alg, row] of Object.entries(signers.results)) {
+  console.log(`  ${alg.padEnd(6)} ${Object.entries(row).map(([kind, r]) => `${kind} ${r.perSecond} (${r.perCpuSecond}/cpu-s)`).join(", ")}`);
+}
+console.log(`\nsigning/s (all cores)  service's signers: ${ALGS.map((a) => `${a} ${fmt(runtime[a])}`).join(", ")}`);
+console.log(`                       openssl speed:     ${ALGS.map((a) => `${a} ${fmt(openssl[a])}`).join(", ")}`);
+console.log(`peer: ${"skipped" in peer ? `skipped (${peer.skipped})` : `oidc-provider ${peer.version} under Node ${Bun.spawnSync(["node", "--version"]).stdout.toString().trim()}, ${peer.workers} process(es)`}\n`);
+for (const [name, value] of Object.entries(ratios)) console.log(`${name.padEnd(32)} ${fmt(value, 3)}`);
 
 const out = resolve(values.out as string);
-writeFileSync(out, `${JSON.stringify({ machine: { cores: cpus().length, cpu: cpus()[0]?.model }, settings: { threads, connections, seconds, warmup }, figures, signing: { runtime, openssl }, ratios }, null, 2)}\n`);
+writeFileSync(
+  out,
+  `${JSON.stringify({ machine: { cores: cpus().length, cpu: cpus()[0]?.model }, settings: { threads, connections, seconds, warmup }, figures, startup, scale, signers, signing: { runtime, openssl }, peer, ratios }, null, 2)}\n`,
+);
 console.log(`\nwrote ${out}`);

@@ -7,7 +7,9 @@
  * environment, creates an API key with its own CLI, creates a provider, a client and a token over
  * HTTP, verifies the token against the served JWKS with jose, sends SIGTERM while requests are in
  * flight, and expects every request answered and exit code 0 within 10 s. It runs with the default
- * TOKENMINT_WORKERS (one worker per core), so the binary starts copies of itself.
+ * TOKENMINT_WORKERS (one worker per core), so the binary starts copies of itself. The keys are
+ * RS256 and the start-up log must say they are signed through the system's libcrypto (bun:ffi
+ * inside the compiled executable).
  */
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -33,8 +35,12 @@ async function freePort(): Promise<number> {
 
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
-const env = { PATH: "/usr/bin:/bin", TOKENMINT_PORT: String(port), TOKENMINT_PUBLIC_URL: base, TOKENMINT_SIGNING_ALG: "ES256" };
+const env = { PATH: "/usr/bin:/bin", TOKENMINT_PORT: String(port), TOKENMINT_PUBLIC_URL: base, TOKENMINT_SIGNING_ALG: "RS256" };
 const server = Bun.spawn([exe, "serve"], { cwd: dir, env, stdout: "pipe", stderr: "pipe" });
+let logText = "";
+const logRead = (async () => {
+  for await (const chunk of server.stdout) logText += new TextDecoder().decode(chunk);
+})();
 
 try {
   const deadline = Date.now() + 10_000;
@@ -45,6 +51,14 @@ try {
     if (ready) break;
     await Bun.sleep(50);
   }
+
+  const signers = logText
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as Record<string, string>)
+    .find((entry) => entry.msg === "signers");
+  if (signers?.RS256 !== "libcrypto") fail(`RS256 is not signed through libcrypto: ${JSON.stringify(signers)}`);
+  if (logText.includes("libcrypto cannot sign")) fail("libcrypto failed its check against the built-in signer");
 
   const cli = Bun.spawnSync([exe, "apikeys", "create", "--name", "smoke"], { cwd: dir, env });
   if (cli.exitCode !== 0) fail(`apikeys create exited ${cli.exitCode}: ${cli.stderr.toString()}`);
@@ -88,12 +102,13 @@ try {
   const broken = statuses.filter((s) => s !== 201 && s !== 503);
   if (broken.length > 0) fail(`in-flight requests were not answered: ${broken.join(", ")}`);
   // The default TOKENMINT_WORKERS (one per core): the binary started that many copies of itself.
-  const log = (await new Response(server.stdout).text()).split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as Record<string, unknown>);
+  await logRead;
+  const log = logText.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Record<string, unknown>);
   const workers = Number(log.find((line) => line.msg === "tokenmint started")?.workers ?? 1);
   const workerLines = log.filter((line) => line.msg === "worker started").length;
   if (workers > 1 && workerLines !== workers) fail(`${workers} workers announced, ${workerLines} started`);
   console.log(
-    `smoke: ok — binary served from an empty directory (${workers > 1 ? `${workers} workers` : "one process"}), token verified, SIGTERM exit 0 in ${Date.now() - stoppedAt} ms`,
+    `smoke: ok — binary served from an empty directory (${workers > 1 ? `${workers} workers` : "one process"}), RS256 token signed by ${signers.libcrypto} verified, SIGTERM exit 0 in ${Date.now() - stoppedAt} ms`,
   );
 } finally {
   if (server.exitCode === null) server.kill("SIGKILL");

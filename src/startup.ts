@@ -13,6 +13,7 @@ import type { AppContext, Clock } from "./context.ts";
 import { KeyService } from "./keys/key-service.ts";
 import { MasterKeyError, resolveMasterKey } from "./keys/master-key.ts";
 import { createMasterKeyCheck, importMasterKey, verifyMasterKeyCheck } from "./keys/sealing.ts";
+import { planFields, SignerFactory } from "./keys/signers/factory.ts";
 import type { Logger } from "./logging/logger.ts";
 import { createServiceMetrics, processSources } from "./metrics/service-metrics.ts";
 import { CachingStore } from "./store/caching-store.ts";
@@ -77,6 +78,8 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
     await checkFormat(store, config.dataDir);
     const projectId = await ensureDefaultProject(store, clock.now());
     const masterKey = await unlockMasterKey(store, config, logger);
+    const signers = new SignerFactory({ mode: config.signer, logger });
+    logger.info("signers", planFields(await signers.plan()));
     const projects = new ProjectDirectory(store, config, projectId);
     await projects.refresh();
     const keys = new KeyService({
@@ -94,6 +97,7 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
         await projects.refresh();
         return projects.ids;
       },
+      signers,
     });
     for (const id of projects.ids) await keys.load(id);
     if (config.bootstrapApiKey !== undefined && (await ensureBootstrapApiKey(store, projectId, config.bootstrapApiKey, clock.now()))) {

@@ -9,6 +9,10 @@ import { availableParallelism } from "node:os";
 export type SigningAlg = "RS256" | "ES256" | "EdDSA";
 export const SIGNING_ALGS: readonly SigningAlg[] = ["RS256", "ES256", "EdDSA"];
 
+/** Which signing code to use: the fastest available, or the runtime's own only. */
+export type SignerMode = "auto" | "builtin";
+export const SIGNER_MODES: readonly SignerMode[] = ["auto", "builtin"];
+
 /** Log levels, most verbose first. */
 export type LogLevel = "debug" | "info" | "warn" | "error";
 export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
@@ -25,6 +29,7 @@ export interface Config {
   bootstrapApiKey: string | undefined;
   keyRotationPeriod: number;
   signingAlg: SigningAlg;
+  signer: SignerMode;
   logLevel: LogLevel;
   maxBodyBytes: number;
   metricsHost: string;
@@ -179,6 +184,14 @@ export const SETTINGS: readonly Setting[] = [
     defaultText: "`RS256`",
     description: "Algorithm of newly generated signing keys: `RS256` (RSA 2048), `ES256` (P-256) or `EdDSA` (Ed25519).",
     parse: (raw) => (raw === undefined ? "RS256" : oneOf("TOKENMINT_SIGNING_ALG", SIGNING_ALGS, raw.trim())),
+  },
+  {
+    key: "signer",
+    env: "TOKENMINT_SIGNER",
+    defaultText: "`auto`",
+    description:
+      "Signing code: `auto` signs RS256 with the system's OpenSSL (`libcrypto.so.3`, about twice as fast) when it loads and agrees with the built-in signer, else with the runtime's own crypto; `builtin` always uses the runtime's own. `serve` logs the choice at start-up.",
+    parse: (raw) => (raw === undefined ? "auto" : oneOf("TOKENMINT_SIGNER", SIGNER_MODES, raw.trim().toLowerCase())),
   },
   {
     key: "logLevel",

@@ -2,20 +2,19 @@
  * @module keys/key-ring
  * The in-memory view of one project's key set: the unsealed current key ready to sign, and the
  * public JWKS document with its ETag, computed once per key-set version. Discovery answers and
- * token signing read only this; no store access per request.
+ * token signing read only this; no store access per request. The signing code itself comes from
+ * signers/factory.ts (libcrypto for RS256 when it works, else the runtime's own).
  */
-import { base64url, importJWK, type JWK } from "jose";
+import { base64url, type JWK } from "jose";
 import type { SigningAlg } from "../config/schema.ts";
 import type { KeySetRecord } from "../store/store.ts";
 import { byLifecycleOrder, keysByState } from "./lifecycle.ts";
 import { privateKeyAad, unseal } from "./sealing.ts";
+import { SignerFactory } from "./signers/factory.ts";
+import type { RawSigner, SignerKind } from "./signers/signer.ts";
 
-/** WebCrypto parameters of each JWS algorithm. */
-const SIGN_PARAMS: Readonly<Record<SigningAlg, AlgorithmIdentifier | EcdsaParams>> = {
-  RS256: { name: "RSASSA-PKCS1-v1_5" },
-  ES256: { name: "ECDSA", hash: "SHA-256" },
-  EdDSA: { name: "Ed25519" },
-};
+/** The factory of rings built without one: the fastest signers available. */
+const defaultSigners = new SignerFactory({ mode: "auto" });
 
 /** The JWS `typ` values an access token may carry. */
 export type TokenTyp = "at+jwt" | "JWT";
@@ -41,15 +40,15 @@ export class KeyRing implements Signer {
   readonly jwksEtag: string;
   /** Algorithms of every published key. */
   readonly algs: readonly SigningAlg[];
-  #privateKey: CryptoKey;
+  #signer: RawSigner;
   #headers: Readonly<Record<TokenTyp, string>>;
 
-  private constructor(set: KeySetRecord, privateKey: CryptoKey, jwksBody: string, jwksEtag: string) {
+  private constructor(set: KeySetRecord, signer: RawSigner, jwksBody: string, jwksEtag: string) {
     const { current } = keysByState(set);
     this.version = set.version;
     this.kid = current.kid;
     this.alg = current.alg;
-    this.#privateKey = privateKey;
+    this.#signer = signer;
     this.jwksBody = jwksBody;
     this.jwksEtag = jwksEtag;
     this.algs = [...new Set(set.keys.map((k) => k.alg))];
@@ -60,20 +59,28 @@ export class KeyRing implements Signer {
     };
   }
 
-  /** Unseals the current key of `set` and prepares the JWKS. Throws if the master key is wrong. */
-  static async build(set: KeySetRecord, masterKey: CryptoKey): Promise<KeyRing> {
+  /** Where this ring's signatures are computed. */
+  get signerKind(): SignerKind {
+    return this.#signer.kind;
+  }
+
+  /**
+   * Unseals the current key of `set`, makes its signer with `signers` and prepares the JWKS.
+   * Throws if the master key is wrong.
+   */
+  static async build(set: KeySetRecord, masterKey: CryptoKey, signers: SignerFactory = defaultSigners): Promise<KeyRing> {
     const { current } = keysByState(set);
     const privateJwk = JSON.parse(await unseal(masterKey, current.sealedPrivateJwk, privateKeyAad(set.projectId, current.kid))) as JWK;
-    const privateKey = (await importJWK({ ...privateJwk, alg: current.alg }, current.alg)) as CryptoKey;
+    const signer = await signers.create(current.alg, privateJwk);
     const keys = [...set.keys].sort(byLifecycleOrder).map((k) => k.publicJwk);
     const jwksBody = JSON.stringify({ keys });
     const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(jwksBody)));
-    return new KeyRing(set, privateKey, jwksBody, `"${base64url.encode(digest.subarray(0, 16))}"`);
+    return new KeyRing(set, signer, jwksBody, `"${base64url.encode(digest.subarray(0, 16))}"`);
   }
 
   async sign(typ: TokenTyp, claims: Record<string, unknown>): Promise<string> {
     const input = `${this.#headers[typ]}.${b64json(claims)}`;
-    const signature = await crypto.subtle.sign(SIGN_PARAMS[this.alg], this.#privateKey, encoder.encode(input));
-    return `${input}.${base64url.encode(new Uint8Array(signature))}`;
+    const signature = await this.#signer.sign(encoder.encode(input));
+    return `${input}.${base64url.encode(signature)}`;
   }
 }

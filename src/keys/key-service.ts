@@ -24,6 +24,7 @@ import {
   rotateKeySet,
   scheduledRotationAt,
 } from "./lifecycle.ts";
+import type { SignerFactory } from "./signers/factory.ts";
 
 /** Public metadata of one key, as `GET /v1/keys` and `keys list` show it. */
 export type KeyView = Pick<SigningKeyRecord, "kid" | "alg" | "state" | "createdAt" | "activatesAt" | "retiredAt" | "removedFromJwksAt">;
@@ -54,6 +55,8 @@ export interface KeyServiceOptions {
   policy?: (projectId: string) => KeyPolicy;
   /** The projects to keep loaded, asked at every tick: new ones are loaded, vanished ones dropped. */
   projects?: () => Promise<readonly string[]>;
+  /** Makes each ring's signer; the fastest available signers when left out. */
+  signers?: SignerFactory;
 }
 
 /** How a project's keys are generated and rotated. */
@@ -61,6 +64,8 @@ export interface KeyPolicy {
   signingAlg: SigningAlg;
   /** Seconds between automatic rotations; 0 = off. */
   rotationPeriod: number;
+  /** Makes each ring's signer; the fastest available signers when left out. */
+  signers?: SignerFactory;
 }
 
 /** What metrics read of a project's loaded key set, without touching the store. */
@@ -105,7 +110,7 @@ export class KeyService {
   async load(projectId: string): Promise<KeyRing> {
     let set = await this.#o.store.getKeySet(projectId);
     if (set === undefined) set = await this.#createInitial(projectId);
-    this.#loaded.set(projectId, { ring: await KeyRing.build(set, this.#o.masterKey), set });
+    this.#loaded.set(projectId, { ring: await KeyRing.build(set, this.#o.masterKey, this.#o.signers), set });
     await this.#maintain(projectId);
     return this.ring(projectId);
   }
@@ -137,7 +142,7 @@ export class KeyService {
   async #refresh(projectId: string, set?: KeySetRecord): Promise<void> {
     const latest = set ?? (await this.#read(projectId));
     if (this.#loaded.get(projectId)?.set.version === latest.version) return;
-    this.#loaded.set(projectId, { ring: await KeyRing.build(latest, this.#o.masterKey), set: latest });
+    this.#loaded.set(projectId, { ring: await KeyRing.build(latest, this.#o.masterKey, this.#o.signers), set: latest });
   }
 
   /**

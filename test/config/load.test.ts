@@ -29,6 +29,7 @@ describe("loadConfig", () => {
       bootstrapApiKey: undefined,
       keyRotationPeriod: 86400,
       signingAlg: "RS256",
+      signer: "auto",
       logLevel: "info",
       maxBodyBytes: 65536,
       metricsHost: "127.0.0.1",

@@ -1,0 +1,88 @@
+/**
+ * @module keys/signers/factory
+ * Picks the signer of each algorithm, once per process. The choice is the fastest per CPU second
+ * measured by scripts/bench-signers.ts: node:crypto's synchronous `sign` among the runtime's own
+ * signers (no thread hop per signature), and for RS256 the system's libcrypto, about twice as
+ * fast again, when it loads and signs byte-identically to the built-in signer. Mode `builtin`
+ * (TOKENMINT_SIGNER) keeps the runtime's own signer for every algorithm.
+ */
+import type { JWK } from "jose";
+import { SIGNING_ALGS, type SignerMode, type SigningAlg } from "../../config/schema.ts";
+import type { Logger } from "../../logging/logger.ts";
+import { nodePrivateKey, nodeSyncSigner } from "./builtin.ts";
+import { LIBCRYPTO_NAME, libcryptoRsaSigner, loadLibcrypto } from "./libcrypto.ts";
+import type { RawSigner, SignerKind } from "./signer.ts";
+
+/** The runtime's own signer per algorithm: node:crypto `sign`, synchronous, wins each one. */
+export const BUILTIN_SIGNER: Readonly<Record<SigningAlg, SignerKind>> = { RS256: "node-sync", ES256: "node-sync", EdDSA: "node-sync" };
+
+/** A fixed input of the check that libcrypto and the built-in signer agree. */
+const CHECK_INPUT = new TextEncoder().encode("eyJhbGciOiJSUzI1NiJ9.eyJjaGVjayI6InRva2VubWludCJ9");
+
+export interface SignerFactoryOptions {
+  mode: SignerMode;
+  /** Told when libcrypto cannot be used and the built-in signer takes over. */
+  logger?: Logger;
+  /** The library to load for RS256 (tests point it at a missing one). */
+  libcryptoName?: string;
+}
+
+/** What signs each algorithm in this process, and why libcrypto is not used if it is not. */
+export interface SignerPlan {
+  signers: Record<SigningAlg, SignerKind>;
+  /** OpenSSL's version line when libcrypto signs RS256. */
+  libcrypto?: string;
+  /** Why RS256 uses the built-in signer in mode `auto`. */
+  libcryptoUnavailable?: string;
+}
+
+const equalBytes = (a: Uint8Array, b: Uint8Array) => a.byteLength === b.byteLength && a.every((byte, i) => byte === b[i]);
+
+export class SignerFactory {
+  readonly #o: SignerFactoryOptions;
+  /** Set once libcrypto failed for a key: no later key tries it again. */
+  #libcryptoFailure: string | undefined;
+
+  constructor(options: SignerFactoryOptions) {
+    this.#o = options;
+  }
+
+  /** Which signer each algorithm uses; loads libcrypto (once per process) to find out. */
+  async plan(): Promise<SignerPlan> {
+    const signers = { ...BUILTIN_SIGNER };
+    if (this.#o.mode === "builtin") return { signers };
+    if (this.#libcryptoFailure !== undefined) return { signers, libcryptoUnavailable: this.#libcryptoFailure };
+    const status = await loadLibcrypto(this.#o.libcryptoName ?? LIBCRYPTO_NAME);
+    if (!status.available) return { signers, libcryptoUnavailable: status.reason };
+    return { signers: { ...signers, RS256: "libcrypto" }, libcrypto: status.version };
+  }
+
+  /** A signer for `privateJwk`. Never fails for want of libcrypto: the built-in signer stands in. */
+  async create(alg: SigningAlg, privateJwk: JWK): Promise<RawSigner> {
+    const builtin = nodeSyncSigner(alg, nodePrivateKey(privateJwk));
+    if (alg !== "RS256" || this.#o.mode === "builtin" || this.#libcryptoFailure !== undefined) return builtin;
+    const name = this.#o.libcryptoName ?? LIBCRYPTO_NAME;
+    if (!(await loadLibcrypto(name)).available) return builtin;
+    try {
+      const der = new Uint8Array(nodePrivateKey(privateJwk).export({ type: "pkcs8", format: "der" }));
+      const signer = await libcryptoRsaSigner(der, name);
+      // PKCS#1 v1.5 is deterministic: both must give the very same bytes, or libcrypto is not used.
+      if (!equalBytes(await signer.sign(CHECK_INPUT), await builtin.sign(CHECK_INPUT))) {
+        signer.dispose();
+        throw new Error("its signature differs from the built-in signer's");
+      }
+      return signer;
+    } catch (error) {
+      this.#libcryptoFailure = (error as Error).message;
+      this.#o.logger?.warn("libcrypto cannot sign; RS256 uses the built-in signer", { reason: this.#libcryptoFailure });
+      return builtin;
+    }
+  }
+}
+
+/** The plan as log fields: one field per algorithm, plus OpenSSL's version or why it is not used. */
+export function planFields(plan: SignerPlan): Record<string, string | undefined> {
+  const fields: Record<string, string | undefined> = {};
+  for (const alg of SIGNING_ALGS) fields[alg] = plan.signers[alg];
+  return { ...fields, libcrypto: plan.libcrypto, libcryptoUnavailable: plan.libcryptoUnavailable };
+}
