@@ -54,8 +54,7 @@ export function routeTable(ctx: AppContext): RouteDef[] {
   return table;
 }
 
-export function buildApp(ctx: AppContext) {
-  const routes = routeTable(ctx);
+export function buildApp(ctx: AppContext, routes: RouteDef[] = routeTable(ctx)) {
   const principals: Principals = new WeakMap();
   const app = new Elysia({ normalize: false, aot: true })
     .use(errorHandler(ctx.logger, routes))
@@ -87,3 +86,35 @@ export function buildApp(ctx: AppContext) {
 }
 
 export type App = ReturnType<typeof buildApp>;
+
+/** The path of a request URL without building a URL object (the hot path of verifiers). */
+function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start === -1) return "/";
+  const query = url.indexOf("?", start);
+  return url.slice(start, query === -1 ? undefined : query);
+}
+
+/**
+ * The fetch handler `serve` listens with, and the app behind it. The discovery and JWKS GETs,
+ * what verifiers ask most, are answered by their routes directly, without Elysia's hooks: they
+ * have no body and no authentication and are never logged, so the hooks would only cost time. They
+ * still count in the HTTP metrics, and while the process drains they go the full way (503).
+ * Everything else goes through the app.
+ */
+export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Request) => Response | Promise<Response> } {
+  const routes = routeTable(ctx);
+  const app = buildApp(ctx, routes);
+  const direct = new Map(routes.filter((r) => r.method === "GET" && r.tag === "discovery").map((r) => [r.path, r]));
+  const { httpRequests, httpDuration } = ctx.metrics;
+  const fetch = (request: Request): Response | Promise<Response> => {
+    const route = request.method === "GET" && !ctx.draining ? direct.get(pathOf(request.url)) : undefined;
+    if (route === undefined) return app.handle(request);
+    const started = performance.now();
+    const response = route.handler({ params: {}, query: {}, body: undefined, request, principal: { projectId: "", apiKeyId: "" }, set: { headers: {} } }) as Response;
+    httpRequests.inc({ method: "GET", route: route.path, status: String(response.status) });
+    httpDuration.observe({ method: "GET", route: route.path }, (performance.now() - started) / 1000);
+    return response;
+  };
+  return { app, fetch };
+}

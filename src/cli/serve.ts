@@ -11,7 +11,7 @@
  * port, while its primary (serve-primary.ts) holds the lock, the metrics listener and the log
  * retention. A worker also stops when its primary goes away.
  */
-import { buildApp } from "../app.ts";
+import { buildFetch } from "../app.ts";
 import type { AppContext } from "../context.ts";
 import { startRevocationPruning } from "../core/oauth/revocation-pruning.ts";
 import { startLogRetention } from "../logging/retention.ts";
@@ -102,12 +102,12 @@ interface ServerRole {
 
 async function runServer(ctx: AppContext, role: ServerRole): Promise<number> {
   const stopping = Promise.race([stopSignal(), ...(role.stop === undefined ? [] : [role.stop])]);
-  const app = buildApp(ctx);
+  const { fetch } = buildFetch(ctx);
   const { host, port, metricsHost, metricsPort, logFile, logRetentionDays } = ctx.config;
   const server = listen("api", host, port, {
     // Our own parser answers 413 with the JSON body; this only caps what Bun buffers.
     maxRequestBodySize: Math.max(ctx.config.maxBodyBytes * 4, 1 << 20),
-    fetch: (request) => app.handle(request),
+    fetch,
     development: false,
     reusePort: role.worker,
   });

@@ -1,11 +1,11 @@
 /**
  * Test helpers: a full AppContext on a temp-dir LMDB store with a fixed, movable clock, and a
- * request function that goes through app.handle (no sockets).
+ * request function that goes through the fetch handler `serve` listens with (no sockets).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { buildApp, type App } from "../../src/app.ts";
+import { buildFetch, type App } from "../../src/app.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import type { SigningAlg } from "../../src/config/schema.ts";
 import type { AppContext } from "../../src/context.ts";
@@ -48,6 +48,8 @@ export interface TestAppOptions {
 export interface TestApp {
   ctx: AppContext;
   app: App;
+  /** The fetch handler `serve` listens with: the app, with the direct path for discovery and JWKS. */
+  fetch: (request: Request) => Response | Promise<Response>;
   clock: FakeClock;
   apiKey: string;
   dataDir: string;
@@ -80,18 +82,19 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
   const logger: Logger = createLogger("debug", (line) => options.logLines?.push(line), clock.now);
   const ctx = await openContext(config, logger, clock);
   const { secret: apiKey } = await createApiKey(ctx.store, ctx.projectId, "test", clock.now());
-  const app = buildApp(ctx);
+  const { app, fetch } = buildFetch(ctx);
   const request = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
     const init: RequestInit = { method, headers: { ...headers } };
     if (body !== undefined) {
       init.body = typeof body === "string" ? body : JSON.stringify(body);
       if (typeof body !== "string") (init.headers as Record<string, string>)["content-type"] ??= "application/json";
     }
-    return app.handle(new Request(`http://localhost${path}`, init));
+    return Promise.resolve(fetch(new Request(`http://localhost${path}`, init)));
   };
   return {
     ctx,
     app,
+    fetch,
     clock,
     apiKey,
     dataDir,

@@ -170,10 +170,14 @@ describe("errors", () => {
       expect(res.headers.get("retry-after")).not.toBeNull();
       await expectError(res, 503, "unavailable");
       await expectError(await t.api("POST", "/v1/providers", { name: "a" }), 503, "unavailable");
+      // Discovery and JWKS, answered on a direct path otherwise, drain the same way.
+      await expectError(await t.request("GET", "/.well-known/jwks"), 503, "unavailable");
+      await expectError(await t.request("GET", "/.well-known/openid-configuration"), 503, "unavailable");
     } finally {
       t.ctx.draining = false;
     }
     expect((await t.api("GET", "/v1/providers")).status).toBe(200);
+    expect((await t.request("GET", "/.well-known/jwks")).status).toBe(200);
   });
 });
 

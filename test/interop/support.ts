@@ -23,7 +23,6 @@ import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors as joseErr
 import jsonwebtoken, { type Algorithm, type JwtPayload } from "jsonwebtoken";
 import { JwksClient } from "jwks-rsa";
 import * as oidc from "openid-client";
-import type { App } from "../../src/app.ts";
 import type { SigningAlg } from "../../src/config/schema.ts";
 import { buildTestApp, createProviderAndClient, FakeClock, type TestApp } from "../helpers/app.ts";
 import { json } from "../http/support.ts";
@@ -49,15 +48,15 @@ export interface InteropServer {
 
 /** Starts a server for one signing algorithm: listen first, then build the app with that address as its issuer. */
 export async function startInteropServer(alg: SigningAlg): Promise<InteropServer> {
-  let app: App | undefined;
+  let handle: TestApp["fetch"] | undefined;
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
-    fetch: (request) => (app === undefined ? new Response(null, { status: 503 }) : app.handle(request)),
+    fetch: (request) => (handle === undefined ? new Response(null, { status: 503 }) : handle(request)),
   });
   const issuer = `http://127.0.0.1:${server.port}`;
   const t = await buildTestApp({ alg, publicUrl: issuer, clock: new FakeClock(Date.now()) });
-  app = t.app;
+  handle = t.fetch;
   const { providerId, clientId } = await createProviderAndClient(t, AUDIENCE);
   const { secret } = await createSecret(t, providerId, clientId);
   const clientKey = await generateKeyPair("ES256", { extractable: true });
