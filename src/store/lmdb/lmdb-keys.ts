@@ -10,8 +10,14 @@ export const rangeEnd = (prefix: string) => `${prefix}\uffff`;
 
 /** An epoch-ms instant as a fixed-width string, so string order is time order. */
 const epochKey = (ms: number) => String(Math.max(0, Math.floor(ms))).padStart(16, "0");
-/** Sorts after every used-jti entry of the project expiring before `at`, and before every other one. */
-const jtiExpiringBefore = (projectId: string, at: number) => `jtiexp:${projectId}:${String(at).padStart(15, "0")}`;
+
+/**
+ * Kinds of entries that matter only until an instant: a revoked token's jti (until the token's
+ * `exp`) and a used client-assertion jti (until the assertion's `exp`). Each entry is kept twice:
+ * by id (value: its expiry), and in an expiry index (value: its id), so expired ones are one range
+ * scan from the start of the index.
+ */
+export type ExpiringKind = "revoked" | "jti";
 
 export const key = {
   meta: (name: string) => `meta:${name}`,
@@ -28,24 +34,17 @@ export const key = {
   secret: (projectId: string, clientId: string, id: string) => `secret:${projectId}:${clientId}:${id}`,
   secretsOf: (projectId: string, clientId: string) => `secret:${projectId}:${clientId}:`,
   clientJwks: (projectId: string, clientId: string) => `clientjwks:${projectId}:${clientId}`,
-  /** A used assertion jti → its expiry (epoch ms). */
-  assertionJti: (projectId: string, clientId: string, jti: string) => `jti:${projectId}:${clientId}:${jti}`,
-  /** The same entry ordered by expiry (zero-padded ms first), so expired ones are one range scan. */
-  assertionJtiExpiry: (projectId: string, expiresAt: number, clientId: string, jti: string) =>
-    `${jtiExpiringBefore(projectId, expiresAt)}:${clientId}:${jti}`,
-  assertionJtiExpiriesOf: (projectId: string) => `jtiexp:${projectId}:`,
-  assertionJtiExpiringBefore: jtiExpiringBefore,
   apiKey: (projectId: string, id: string) => `apikey:${projectId}:${id}`,
   apiKeysOf: (projectId: string) => `apikey:${projectId}:`,
   apiKeyHash: (hash: string) => `apikeyhash:${hash}`,
   keySet: (projectId: string) => `keyset:${projectId}`,
-  /** A revoked token's jti → its `expiresAt`. */
-  revoked: (projectId: string, jti: string) => `revoked:${projectId}:${jti}`,
-  /** The same entry ordered by expiry, for pruning: a range up to `revokedUntil(now)` is what has expired. */
-  revokedExpiry: (projectId: string, expiresAt: number, jti: string) => `revokedexp:${projectId}:${epochKey(expiresAt)}:${jti}`,
-  revokedExpiriesOf: (projectId: string) => `revokedexp:${projectId}:`,
-  /** Exclusive end of the expiry entries of a project at or before `now`. */
-  revokedUntil: (projectId: string, now: number) => `revokedexp:${projectId}:${epochKey(now)}:\uffff`,
+  /** An expiring entry by id → its expiry (epoch ms). A used assertion's id is `<client id>:<jti>`. */
+  expiring: (kind: ExpiringKind, projectId: string, id: string) => `${kind}:${projectId}:${id}`,
+  /** The same entry in the expiry index → its id. */
+  expiryIndex: (kind: ExpiringKind, projectId: string, expiresAt: number, id: string) => `${kind}exp:${projectId}:${epochKey(expiresAt)}:${id}`,
+  expiryIndexOf: (kind: ExpiringKind, projectId: string) => `${kind}exp:${projectId}:`,
+  /** Exclusive end of the index entries of a project that have expired at `now` (expiry ≤ now). */
+  expiredBy: (kind: ExpiringKind, projectId: string, now: number) => `${kind}exp:${projectId}:${epochKey(now)}:\uffff`,
   /** The change counter every write transaction bumps (Store#changeSeq). */
   changeSeq: "changeseq",
 };

@@ -31,10 +31,10 @@ import {
   type Updater,
 } from "../store.ts";
 import { backupEnvironment, lmdbFileProblem } from "./lmdb-file.ts";
-import { key, rangeEnd } from "./lmdb-keys.ts";
+import { key, rangeEnd, type ExpiringKind } from "./lmdb-keys.ts";
 
-/** How many expired revocations `revokeToken` removes in passing. */
-const PRUNE_ON_REVOKE = 16;
+/** How many expired entries `revokeToken` and `useAssertionJti` remove in passing: bounded work per call. */
+const PRUNE_IN_PASSING = 16;
 
 /** File name of the LMDB environment inside the data directory. */
 export const LMDB_FILE = "tokenmint.mdb";
@@ -60,9 +60,6 @@ export function openLmdbFileReadOnly(path: string): LmdbStore {
   const db = open({ path, encoding: "json", compression: false, readOnly: true, noSubdir: true }) as RootDatabase<unknown, string>;
   return new LmdbStore(db, path, true);
 }
-
-/** How many expired jti entries one useAssertionJti call removes at most: bounded work per call. */
-const JTI_SWEEP_LIMIT = 16;
 
 export class LmdbStore implements Store {
   readonly description: string;
@@ -284,21 +281,10 @@ export class LmdbStore implements Store {
 
   async useAssertionJti(projectId: string, clientId: string, jti: string, expiresAt: number, now: number): Promise<boolean> {
     return this.#write(() => {
-      const expired = key.assertionJtiExpiriesOf(projectId);
-      const end = key.assertionJtiExpiringBefore(projectId, now + 1);
-      for (const { key: k, value } of [...this.#db.getRange({ start: expired, end, limit: JTI_SWEEP_LIMIT })]) {
-        const [owner, usedJti] = value as [string, string];
-        this.#db.removeSync(k);
-        this.#db.removeSync(key.assertionJti(projectId, owner, usedJti));
-      }
-      const k = key.assertionJti(projectId, clientId, jti);
-      const usedUntil = this.#get<number>(k);
-      if (usedUntil !== undefined) {
-        if (usedUntil > now) return false;
-        this.#db.removeSync(key.assertionJtiExpiry(projectId, usedUntil, clientId, jti));
-      }
-      this.#db.putSync(k, expiresAt);
-      this.#db.putSync(key.assertionJtiExpiry(projectId, expiresAt, clientId, jti), [clientId, jti]);
+      this.#pruneExpired("jti", projectId, now, PRUNE_IN_PASSING);
+      const id = `${clientId}:${jti}`;
+      if (this.#liveUntil("jti", projectId, id, now) !== undefined) return false;
+      this.#putExpiring("jti", projectId, id, expiresAt);
       return true;
     });
   }
@@ -356,20 +342,13 @@ export class LmdbStore implements Store {
 
   async revokeToken(projectId: string, jti: string, expiresAt: number, now: number): Promise<void> {
     await this.#write(() => {
-      const k = key.revoked(projectId, jti);
-      const current = this.#get<number>(k);
-      if (current === undefined || current < expiresAt) {
-        if (current !== undefined) this.#db.removeSync(key.revokedExpiry(projectId, current, jti));
-        this.#db.putSync(k, expiresAt);
-        this.#db.putSync(key.revokedExpiry(projectId, expiresAt, jti), jti);
-      }
-      this.#pruneProject(projectId, now, PRUNE_ON_REVOKE);
+      this.#putExpiring("revoked", projectId, jti, expiresAt);
+      this.#pruneExpired("revoked", projectId, now, PRUNE_IN_PASSING);
     });
   }
 
   async isTokenRevoked(projectId: string, jti: string, now: number): Promise<boolean> {
-    const expiresAt = this.#get<number>(key.revoked(projectId, jti));
-    return expiresAt !== undefined && expiresAt > now;
+    return this.#liveUntil("revoked", projectId, jti, now) !== undefined;
   }
 
   async pruneRevokedTokens(now: number, limit: number): Promise<number> {
@@ -377,18 +356,35 @@ export class LmdbStore implements Store {
       let removed = 0;
       for (const { value } of this.#db.getRange({ start: "project:", end: rangeEnd("project:") })) {
         if (removed >= limit) break;
-        removed += this.#pruneProject((value as ProjectRecord).id, now, limit - removed);
+        removed += this.#pruneExpired("revoked", (value as ProjectRecord).id, now, limit - removed);
       }
       return removed;
     });
   }
 
-  /** Inside a write transaction: removes up to `limit` revocations of the project expired at `now`. */
-  #pruneProject(projectId: string, now: number, limit: number): number {
-    const expired = [...this.#db.getRange({ start: key.revokedExpiriesOf(projectId), end: key.revokedUntil(projectId, now), limit })];
+  /** The expiry of an entry that has not expired at `now`, else undefined (pruned or not). */
+  #liveUntil(kind: ExpiringKind, projectId: string, id: string, now: number): number | undefined {
+    const expiresAt = this.#get<number>(key.expiring(kind, projectId, id));
+    return expiresAt !== undefined && expiresAt > now ? expiresAt : undefined;
+  }
+
+  /** Inside a write transaction: records `id` until `expiresAt`, or keeps the later expiry already recorded. */
+  #putExpiring(kind: ExpiringKind, projectId: string, id: string, expiresAt: number): void {
+    const k = key.expiring(kind, projectId, id);
+    const current = this.#get<number>(k);
+    if (current !== undefined && current >= expiresAt) return;
+    if (current !== undefined) this.#db.removeSync(key.expiryIndex(kind, projectId, current, id));
+    this.#db.putSync(k, expiresAt);
+    this.#db.putSync(key.expiryIndex(kind, projectId, expiresAt, id), id);
+  }
+
+  /** Inside a write transaction: removes up to `limit` entries of the project expired at `now`; returns how many. */
+  #pruneExpired(kind: ExpiringKind, projectId: string, now: number, limit: number): number {
+    const range = { start: key.expiryIndexOf(kind, projectId), end: key.expiredBy(kind, projectId, now), limit };
+    const expired = [...this.#db.getRange(range)];
     for (const { key: k, value } of expired) {
       this.#db.removeSync(k);
-      this.#db.removeSync(key.revoked(projectId, value as string));
+      this.#db.removeSync(key.expiring(kind, projectId, value as string));
     }
     return expired.length;
   }
