@@ -10,7 +10,7 @@ import { openApiDocument } from "./http/openapi.ts";
 import { auth, type Principals } from "./http/plugins/auth.ts";
 import { bodyParser } from "./http/plugins/body-parser.ts";
 import { errorHandler } from "./http/plugins/error-handler.ts";
-import { requestLog } from "./http/plugins/request-log.ts";
+import { recordRequest, requestLog } from "./http/plugins/request-log.ts";
 import type { RouteDef, RouteInput } from "./http/route.ts";
 import { healthRoutes } from "./http/routes/health.ts";
 import { oauthRoutes } from "./http/routes/oauth.ts";
@@ -106,14 +106,12 @@ export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Reques
   const routes = routeTable(ctx);
   const app = buildApp(ctx, routes);
   const direct = new Map(routes.filter((r) => r.method === "GET" && r.tag === "discovery").map((r) => [r.path, r]));
-  const { httpRequests, httpDuration } = ctx.metrics;
   const fetch = (request: Request): Response | Promise<Response> => {
     const route = request.method === "GET" && !ctx.draining ? direct.get(pathOf(request.url)) : undefined;
     if (route === undefined) return app.handle(request);
     const started = performance.now();
     const response = route.handler({ params: {}, query: {}, body: undefined, request, principal: { projectId: "", apiKeyId: "" }, set: { headers: {} } }) as Response;
-    httpRequests.inc({ method: "GET", route: route.path, status: String(response.status) });
-    httpDuration.observe({ method: "GET", route: route.path }, (performance.now() - started) / 1000);
+    recordRequest(ctx.metrics, "GET", route.path, response.status, performance.now() - started);
     return response;
   };
   return { app, fetch };

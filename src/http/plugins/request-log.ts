@@ -20,6 +20,13 @@ export const UNMATCHED_ROUTE = "(unmatched)";
 /** What the request log records into; only the HTTP metrics. */
 export type HttpMetrics = Pick<ServiceMetrics, "httpRequests" | "httpDuration">;
 
+/** Counts one answered request and its duration: the request log's hook and the direct discovery path (app.ts) both record through this. */
+export function recordRequest(metrics: HttpMetrics, method: string, route: string, status: number, elapsedMs: number | undefined): void {
+  const label = methodLabel(method);
+  metrics.httpRequests.inc({ method: label, route, status: String(status) });
+  if (elapsedMs !== undefined) metrics.httpDuration.observe({ method: label, route }, elapsedMs / 1000);
+}
+
 export const requestLog = (logger: Logger, routes: readonly RouteDef[], metrics?: HttpMetrics, now: () => number = () => performance.now()) => {
   const started = new WeakMap<Request, number>();
   const patterns = new Set(routes.map((r) => r.path));
@@ -36,11 +43,7 @@ export const requestLog = (logger: Logger, routes: readonly RouteDef[], metrics?
       const status = responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200;
       // A request refused before routing (401, 503) still gets its pattern, never its raw path.
       const pattern = routeOf(route, path);
-      if (metrics !== undefined) {
-        const method = methodLabel(request.method);
-        metrics.httpRequests.inc({ method, route: pattern, status: String(status) });
-        if (elapsedMs !== undefined) metrics.httpDuration.observe({ method, route: pattern }, elapsedMs / 1000);
-      }
+      if (metrics !== undefined) recordRequest(metrics, request.method, pattern, status, elapsedMs);
       if (isUnloggedPath(path)) return;
       logger.info("request", {
         method: request.method,
