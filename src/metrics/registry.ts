@@ -67,13 +67,18 @@ class Series<L extends string, V> {
     this.#names = names;
   }
 
-  /** The series for `labels`, created by `init` the first time. */
+  /** The series for `labels`, created by `init` the first time. Allocates nothing once the series exists (every request counts). */
   get(labels: Labels<L>, init: () => V): V {
-    const pairs = labelPairs(this.#names, labels);
-    const key = JSON.stringify(pairs.map(([, value]) => value));
+    // Each value with its length: unambiguous whatever characters the values hold.
+    let key = "";
+    for (const name of this.#names) {
+      const value = labels[name];
+      if (typeof value !== "string") throw new Error(`metric label '${name}' is missing`);
+      key += `${value.length}:${value}`;
+    }
     let entry = this.#byKey.get(key);
     if (entry === undefined) {
-      entry = { pairs, value: init() };
+      entry = { pairs: labelPairs(this.#names, labels), value: init() };
       this.#byKey.set(key, entry);
     }
     return entry.value;

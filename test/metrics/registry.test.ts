@@ -55,6 +55,21 @@ describe("metrics registry", () => {
     );
   });
 
+  test("label values that run together the same way still make separate series", () => {
+    const registry = new MetricsRegistry();
+    const counter = registry.counter("pairs_total", "Pairs.", ["a", "b"]);
+    counter.inc({ a: "1:x", b: "" });
+    counter.inc({ a: "", b: "1:x" });
+    counter.inc({ a: "x1:", b: "" }, 2);
+    counter.inc({ a: "x", b: "1:" }, 3);
+    expect(counter.value({ a: "1:x", b: "" })).toBe(1);
+    expect(counter.value({ a: "", b: "1:x" })).toBe(1);
+    expect(counter.value({ a: "x1:", b: "" })).toBe(2);
+    expect(counter.value({ a: "x", b: "1:" })).toBe(3);
+    expect(registry.render().split("\n").filter((line) => line.startsWith("pairs_total{"))).toHaveLength(4);
+    expect(() => counter.inc({ a: "x" } as never)).toThrow("metric label 'b' is missing");
+  });
+
   test("label values escape backslash, double quote and newline; HELP escapes backslash and newline", () => {
     const registry = new MetricsRegistry();
     const counter = registry.counter("odd_total", 'Help with \\ backslash,\nnewline and "quotes".', ["value"]);
