@@ -11,12 +11,17 @@
  * median of 3) and idle memory, starts it on loopback, creates a provider, a client and a client
  * secret, checks that tokens from `POST .../tokens` and from `POST /oauth/token` verify against
  * the served JWKS, then loads both with wrk (warm-up, then a fixed measured duration) and reads
- * the server's CPU time and memory from /proc (summed over its process tree). The RS256 instance
- * also serves the JWKS and discovery figures.
+ * the server's CPU time and memory from /proc (summed over its process tree). Then the latency of
+ * `.../tokens` at 80 % of the peak it just measured: wrk again, each connection pacing itself with
+ * a wait before each request, tuned in short trials to the target rate. The RS256 instance also
+ * serves the JWKS and discovery figures.
  *
  * Baselines in the same run: the single-thread rate of every signer the runtime offers
  * (scripts/bench-signers.ts), the machine's signing rate with the service's signers on all cores,
- * `openssl speed` (all cores), the HTTP floor (a trivial Elysia server parsing the same JSON),
+ * `openssl speed` (all cores), the HTTP floor (a trivial Elysia server parsing the same JSON, in
+ * as many processes as the service's workers, its GET answer as long as the JWKS), the ceiling
+ * that floor and signing leave (1 ÷ (1/floor + 1/signing), the tokens/s if a token cost one floor
+ * request and one signature and nothing more),
  * and unless --no-peer the peer: panva's oidc-provider under Node, installed from npm into a temp
  * directory, issuing JWT access tokens by client credentials with the same wrk settings as
  * tokenmint's `/oauth/token` (a peer token is verified against its JWKS first).
@@ -134,15 +139,54 @@ interface Measured extends LoadResult {
 async function measure(pid: number | undefined, spec: Omit<LoadSpec, "connections" | "threads" | "seconds">): Promise<Measured> {
   const full = { ...spec, connections, threads, seconds };
   await runWrk({ ...full, seconds: warmup });
+  return measured(pid, full);
+}
+
+/** One measured run of `spec`, with the server's CPU and memory over it. */
+async function measured(pid: number | undefined, spec: LoadSpec): Promise<Measured> {
   const before = pid === undefined ? undefined : procUsage(pid);
-  const result: Measured = await runWrk(full);
+  const result: Measured = await runWrk(spec);
   if (pid !== undefined && before !== undefined) {
     const after = procUsage(pid);
-    result.serverCpuCores = (after.cpuSeconds - before.cpuSeconds) / seconds;
+    result.serverCpuCores = (after.cpuSeconds - before.cpuSeconds) / spec.seconds;
     result.serverRssMiB = after.rssMiB;
     result.serverPeakRssMiB = after.peakRssMiB;
   }
   return result;
+}
+
+/** The share of the peak rate the paced latency figures are taken at. */
+const PACED_SHARE = 0.8;
+
+interface Paced extends Measured {
+  /** The rate aimed at: PACED_SHARE of the peak. */
+  targetPerSecond: number;
+  /** The mean wait before each request that came closest to it. */
+  delayMs: number;
+}
+
+/**
+ * Latency at PACED_SHARE of `peak` req/s, with the same generator and connections: each
+ * connection waits before each request. A connection's cycle is its wait plus the rest (latency
+ * and the generator's own time), and rate = connections ÷ cycle; short trial runs read the rest
+ * off the measured rate and set the wait so the cycle fits the target, until the rate is within
+ * 3 % of it. Then one measured run with the wait that came closest.
+ */
+async function measurePaced(pid: number, spec: Omit<LoadSpec, "connections" | "threads" | "seconds">, peak: number): Promise<Paced> {
+  const target = peak * PACED_SHARE;
+  const cycleMs = (connections / target) * 1000;
+  let delayMs = cycleMs / 2;
+  let best = { delayMs, miss: Number.POSITIVE_INFINITY };
+  for (let trial = 0; trial < 6; trial++) {
+    const run = await runWrk({ ...spec, connections, threads, seconds: Math.min(3, seconds), delayMs });
+    const miss = Math.abs(run.perSecond / target - 1);
+    if (miss < best.miss) best = { delayMs, miss };
+    if (miss < 0.03) break;
+    const restMs = (connections / run.perSecond) * 1000 - delayMs;
+    delayMs = Math.max(0, cycleMs - restMs);
+  }
+  const result = await measured(pid, { ...spec, connections, threads, seconds, delayMs: best.delayMs });
+  return { ...result, targetPerSecond: target, delayMs: Math.round(best.delayMs * 1000) / 1000 };
 }
 
 const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString("base64")}`;
@@ -193,10 +237,11 @@ async function measureStartup(dir: string, alg: Alg): Promise<StartupFigures> {
 
 /**
  * Issuance figures of one algorithm on a prepared data directory: `POST .../tokens` and
- * `POST /oauth/token` (and, with `extras`, the JWKS and discovery), each after checking that a
- * token verifies against the served JWKS.
+ * `POST /oauth/token`, each after checking that a token verifies against the served JWKS; with
+ * `full`, also the latency of `.../tokens` paced at PACED_SHARE of its peak and, for RS256, the JWKS
+ * and discovery.
  */
-async function benchServer(alg: Alg, dir: string, apiKey: string, label: string, extras: boolean): Promise<Record<string, Measured>> {
+async function benchServer(alg: Alg, dir: string, apiKey: string, label: string, full: boolean): Promise<{ figures: Record<string, Measured>; paced: Record<string, Paced>; jwksBytes: number }> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const server = Bun.spawn([binary, "serve"], { cwd: dir, env: serverEnv(port, alg), stdout: "ignore", stderr: "inherit" });
@@ -215,33 +260,42 @@ async function benchServer(alg: Alg, dir: string, apiKey: string, label: string,
     const oauth = (await (await fetch(`${base}/oauth/token`, { method: "POST", headers: oauthHeaders, body: GRANT })).json()) as { access_token: string };
     await jwtVerify(oauth.access_token, jwks, expected);
 
+    const jwksBytes = (await (await fetch(`${base}/.well-known/jwks`)).arrayBuffer()).byteLength;
+
     const figures: Record<string, Measured> = {};
-    figures[`${label} ${alg}`] = await measure(server.pid, { url: `${base}${path}`, method: "POST", body: JSON.stringify({ expiresIn: 600 }), headers });
+    const paced: Record<string, Paced> = {};
+    const tokens = { url: `${base}${path}`, method: "POST", body: JSON.stringify({ expiresIn: 600 }), headers } as const;
+    figures[`${label} ${alg}`] = await measure(server.pid, tokens);
+    if (full) paced[`${label} ${alg}`] = await measurePaced(server.pid, tokens, (figures[`${label} ${alg}`] as Measured).perSecond);
     figures[`${label} ${alg} oauth`] = await measure(server.pid, { url: `${base}/oauth/token`, method: "POST", body: GRANT, headers: oauthHeaders });
-    if (extras) {
+    if (alg === "RS256" && full) {
       figures.jwks = await measure(server.pid, { url: `${base}/.well-known/jwks` });
       figures.discovery = await measure(server.pid, { url: `${base}/.well-known/openid-configuration` });
     }
-    return figures;
+    return { figures, paced, jwksBytes };
   } finally {
     server.kill("SIGTERM");
     await server.exited;
   }
 }
 
-async function benchAlg(alg: Alg): Promise<{ figures: Record<string, Measured>; startup: StartupFigures }> {
+async function benchAlg(alg: Alg): Promise<{ figures: Record<string, Measured>; paced: Record<string, Paced>; jwksBytes: number; startup: StartupFigures }> {
   const { dir, apiKey } = prepareDataDir(alg);
   try {
     const startup = await measureStartup(dir, alg);
-    return { figures: await benchServer(alg, dir, apiKey, "tokens", alg === "RS256"), startup };
+    return { ...(await benchServer(alg, dir, apiKey, "tokens", true)), startup };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-async function benchFloor(): Promise<Record<string, Measured>> {
+/** The floor, in as many processes as the service's default workers (one per core), its GET answer as long as the JWKS. */
+async function benchFloor(getBytes: number): Promise<Record<string, Measured>> {
   const port = await freePort();
-  const server = Bun.spawn([process.execPath, join(root, "scripts", "bench", "floor.ts"), String(port)], { stdout: "ignore", stderr: "inherit" });
+  const server = Bun.spawn([process.execPath, join(root, "scripts", "bench", "floor.ts"), String(port), String(cpus().length), String(getBytes)], {
+    stdout: "ignore",
+    stderr: "inherit",
+  });
   try {
     const base = `http://127.0.0.1:${port}`;
     await waitReady(`${base}/jwks`, server);
@@ -327,7 +381,7 @@ async function benchScale(): Promise<{ figures: Record<string, Measured>; startu
     if (seeded.exitCode !== 0) throw new Error("seeding failed");
     const seed = JSON.parse(seeded.stdout.toString().trim()) as unknown;
     const startup = await measureStartup(dir, scaleAlg);
-    return { figures: await benchServer(scaleAlg, dir, apiKey, "scale tokens", false), startup, seed };
+    return { figures: (await benchServer(scaleAlg, dir, apiKey, "scale tokens", false)).figures, startup, seed };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -335,13 +389,17 @@ async function benchScale(): Promise<{ figures: Record<string, Measured>; startu
 
 // The run.
 const figures: Record<string, Measured> = {};
+const paced: Record<string, Paced> = {};
 const startup: Record<string, StartupFigures> = {};
+let jwksBytes = 0;
 for (const alg of ALGS) {
   const run = await benchAlg(alg);
   Object.assign(figures, run.figures);
+  Object.assign(paced, run.paced);
   startup[alg] = run.startup;
+  if (alg === "RS256") jwksBytes = run.jwksBytes;
 }
-Object.assign(figures, await benchFloor());
+Object.assign(figures, await benchFloor(jwksBytes));
 let peer: { version: string; workers: number } | { skipped: string } = { skipped: "--no-peer" };
 if (!values["no-peer"]) {
   let install: PeerInstall | undefined;
@@ -368,8 +426,15 @@ const openssl = opensslSignRate();
 
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !b ? undefined : Math.round((a / b) * 1000) / 1000);
 const ratios: Record<string, number | undefined> = {};
+// The most tokens/s the machine could give if a token cost one floor request plus one signature
+// and nothing else: each takes its share of the machine, 1/floor + 1/signing seconds per token.
+const ceiling: Record<string, number> = {};
+const floorPost = figures["floor POST"]?.perSecond;
+for (const alg of ALGS) if (floorPost && runtime[alg]) ceiling[alg] = Math.round(1 / (1 / floorPost + 1 / (runtime[alg] as number)));
 for (const alg of ALGS) {
   const tps = figures[`tokens ${alg}`]?.perSecond;
+  ratios[`tokens ${alg} / ceiling`] = ratio(tps, ceiling[alg]);
+  ratios[`ceiling ${alg} / HTTP floor`] = ratio(ceiling[alg], floorPost);
   ratios[`tokens ${alg} / openssl sign`] = ratio(tps, openssl[alg]);
   ratios[`tokens ${alg} / runtime sign`] = ratio(tps, runtime[alg]);
   ratios[`tokens ${alg} / HTTP floor`] = ratio(tps, figures["floor POST"]?.perSecond);
@@ -392,6 +457,14 @@ for (const [name, m] of Object.entries(figures)) {
     `${name.padEnd(27)} ${fmt(m.perSecond).padStart(7)}  ${fmt(m.p50Ms, 2).padStart(7)} ${fmt(m.p99Ms, 2).padStart(7)} ${fmt(m.maxMs, 1).padStart(7)} ${String(m.errors).padStart(7)}  ${fmt(m.serverCpuCores, 2).padStart(10)} ${fmt(m.serverRssMiB, 1).padStart(8)}`,
   );
 }
+console.log(`\nlatency at ${PACED_SHARE * 100} % of the peak (each connection waits before each request)`);
+console.log("figure                      target  req/s  share  p50 ms  p99 ms  max ms  errors  server cpu");
+for (const [name, m] of Object.entries(paced)) {
+  const share = figures[name] === undefined ? undefined : m.perSecond / (figures[name] as Measured).perSecond;
+  console.log(
+    `${name.padEnd(26)} ${fmt(m.targetPerSecond).padStart(7)} ${fmt(m.perSecond).padStart(6)}  ${fmt(share, 2).padStart(5)} ${fmt(m.p50Ms, 2).padStart(7)} ${fmt(m.p99Ms, 2).padStart(7)} ${fmt(m.maxMs, 1).padStart(7)} ${String(m.errors).padStart(7)}  ${fmt(m.serverCpuCores, 2).padStart(10)}`,
+  );
+}
 console.log("\nstart-up (start to first answer, median of 3) and idle RSS:");
 for (const [alg, s] of Object.entries(startup)) console.log(`  ${alg.padEnd(22)} ${String(s.startMs).padStart(5)} ms  ${fmt(s.idleRssMiB, 1).padStart(6)} MiB`);
 if (scale !== undefined) console.log(`  ${`${scaleAlg} scale`.padEnd(22)} ${String(scale.startup.startMs).padStart(5)} ms  ${fmt(scale.startup.idleRssMiB, 1).padStart(6)} MiB  (seed: ${JSON.stringify(scale.seed)})`);
@@ -401,12 +474,13 @@ for (const [alg, row] of Object.entries(signers.results)) {
 }
 console.log(`\nsigning/s (all cores)  service's signers: ${ALGS.map((a) => `${a} ${fmt(runtime[a])}`).join(", ")}`);
 console.log(`                       openssl speed:     ${ALGS.map((a) => `${a} ${fmt(openssl[a])}`).join(", ")}`);
+console.log(`ceiling (floor + signing): ${ALGS.map((a) => `${a} ${fmt(ceiling[a])}`).join(", ")} tokens/s`);
 console.log(`peer: ${"skipped" in peer ? `skipped (${peer.skipped})` : `oidc-provider ${peer.version} under Node ${Bun.spawnSync(["node", "--version"]).stdout.toString().trim()}, ${peer.workers} process(es)`}\n`);
 for (const [name, value] of Object.entries(ratios)) console.log(`${name.padEnd(32)} ${fmt(value, 3)}`);
 
 const out = resolve(values.out as string);
 writeFileSync(
   out,
-  `${JSON.stringify({ machine: { cores: cpus().length, cpu: cpus()[0]?.model }, settings: { threads, connections, seconds, warmup }, figures, startup, scale, signers, signing: { runtime, openssl }, peer, ratios }, null, 2)}\n`,
+  `${JSON.stringify({ machine: { cores: cpus().length, cpu: cpus()[0]?.model }, settings: { threads, connections, seconds, warmup, pacedShare: PACED_SHARE, floorProcesses: cpus().length, floorGetBytes: jwksBytes }, figures, paced, startup, scale, signers, signing: { runtime, openssl }, ceiling, peer, ratios }, null, 2)}\n`,
 );
 console.log(`\nwrote ${out}`);

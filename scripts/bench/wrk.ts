@@ -14,11 +14,18 @@ export interface LoadSpec {
   connections: number;
   threads: number;
   seconds: number;
+  /**
+   * Paced load: each connection waits this many milliseconds (mean; whole milliseconds drawn at
+   * random around it) before each request, so the rate is about connections ÷ (delay + latency).
+   * wrk takes a request's start after its wait, so latencies never include it.
+   */
+  delayMs?: number;
 }
 
 export interface LoadResult {
   requests: number;
   perSecond: number;
+  meanMs: number;
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
@@ -32,12 +39,16 @@ function luaScript(spec: LoadSpec): string {
   const lines = [`wrk.method = ${luaString(spec.method ?? "GET")}`];
   if (spec.body !== undefined) lines.push(`wrk.body = ${luaString(spec.body)}`);
   for (const [name, value] of Object.entries(spec.headers ?? {})) lines.push(`wrk.headers[${luaString(name)}] = ${luaString(value)}`);
+  if (spec.delayMs !== undefined) {
+    const whole = Math.floor(spec.delayMs);
+    lines.push(`delay = function() if math.random() < ${(spec.delayMs - whole).toFixed(4)} then return ${whole + 1} end return ${whole} end`);
+  }
   lines.push(
     "done = function(summary, latency, requests)",
     "  local e = summary.errors",
-    '  io.write(string.format(\'WRKJSON {"requests":%d,"duration_us":%d,"errors":%d,"p50_us":%d,"p99_us":%d,"max_us":%d}\\n\',',
+    '  io.write(string.format(\'WRKJSON {"requests":%d,"duration_us":%d,"errors":%d,"mean_us":%d,"p50_us":%d,"p99_us":%d,"max_us":%d}\\n\',',
     "    summary.requests, summary.duration, e.connect + e.read + e.write + e.status + e.timeout,",
-    "    latency:percentile(50), latency:percentile(99), latency.max))",
+    "    math.floor(latency.mean), latency:percentile(50), latency:percentile(99), latency.max))",
     "end",
   );
   return `${lines.join("\n")}\n`;
@@ -55,10 +66,11 @@ export async function runWrk(spec: LoadSpec): Promise<LoadResult> {
     const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
     const line = out.split("\n").find((l) => l.startsWith("WRKJSON "));
     if (code !== 0 || line === undefined) throw new Error(`wrk failed (${code}): ${err.trim() || out.trim()}`);
-    const raw = JSON.parse(line.slice(8)) as { requests: number; duration_us: number; errors: number; p50_us: number; p99_us: number; max_us: number };
+    const raw = JSON.parse(line.slice(8)) as { requests: number; duration_us: number; errors: number; mean_us: number; p50_us: number; p99_us: number; max_us: number };
     return {
       requests: raw.requests,
       perSecond: raw.requests / (raw.duration_us / 1e6),
+      meanMs: raw.mean_us / 1000,
       p50Ms: raw.p50_us / 1000,
       p99Ms: raw.p99_us / 1000,
       maxMs: raw.max_us / 1000,
