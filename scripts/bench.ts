@@ -8,7 +8,7 @@
  *
  * For each signing algorithm it prepares a data directory with the executable's CLI (API key,
  * default project, signing keys), measures the executable's start-up (start to first answer,
- * median of 3) and idle memory, starts it on loopback, creates a provider, a client and a client
+ * median of 5) and idle memory, starts it on loopback, creates a provider, a client and a client
  * secret, checks that tokens from `POST .../tokens` and from `POST /oauth/token` verify against
  * the served JWKS, then loads both with wrk (warm-up, then a fixed measured duration) and reads
  * the server's CPU time and memory from /proc (summed over its process tree). Then the latency of
@@ -28,7 +28,8 @@
  *
  * --scale adds the scale variant: a data directory filled with 100,000 providers and 1,000,000
  * clients (scripts/bench/seed.ts, through the store, before the server starts), then the same
- * issuance, start-up and memory figures for --scale-alg, next to the empty store's.
+ * issuance, start-up and memory figures for --scale-alg, next to the empty store's (start-up in
+ * turns with an empty data directory).
  *
  * Prints every figure and ratio and writes them as JSON. Requires wrk (Debian: `apt-get install
  * wrk`) and openssl; the peer needs node and npm (and the npm registry).
@@ -168,22 +169,29 @@ interface Paced extends Measured {
 /**
  * Latency at PACED_SHARE of `peak` req/s, with the same generator and connections: each
  * connection waits before each request. A connection's cycle is its wait plus the rest (latency
- * and the generator's own time), and rate = connections ÷ cycle; short trial runs read the rest
- * off the measured rate and set the wait so the cycle fits the target, until the rate is within
- * 3 % of it. Then one measured run with the wait that came closest.
+ * and the generator's own time), and rate = connections ÷ cycle, so the rate falls as the wait
+ * grows. Short trial runs search the wait: each reads the rest off its measured rate and tries the
+ * wait that makes the cycle fit the target, or halves the bracket the trials so far have set
+ * when that guess falls outside it. They stop within 3 % of the target; then one measured run
+ * with the wait that came closest.
  */
 async function measurePaced(pid: number, spec: Omit<LoadSpec, "connections" | "threads" | "seconds">, peak: number): Promise<Paced> {
   const target = peak * PACED_SHARE;
   const cycleMs = (connections / target) * 1000;
+  // The rate is above the target with no wait and below it with a whole cycle's wait.
+  let low = 0;
+  let high = cycleMs;
   let delayMs = cycleMs / 2;
   let best = { delayMs, miss: Number.POSITIVE_INFINITY };
-  for (let trial = 0; trial < 6; trial++) {
+  for (let trial = 0; trial < 8; trial++) {
     const run = await runWrk({ ...spec, connections, threads, seconds: Math.min(3, seconds), delayMs });
     const miss = Math.abs(run.perSecond / target - 1);
     if (miss < best.miss) best = { delayMs, miss };
     if (miss < 0.03) break;
-    const restMs = (connections / run.perSecond) * 1000 - delayMs;
-    delayMs = Math.max(0, cycleMs - restMs);
+    if (run.perSecond > target) low = delayMs;
+    else high = delayMs;
+    const guess = cycleMs - ((connections / run.perSecond) * 1000 - delayMs);
+    delayMs = guess > low && guess < high ? guess : (low + high) / 2;
   }
   const result = await measured(pid, { ...spec, connections, threads, seconds, delayMs: best.delayMs });
   return { ...result, targetPerSecond: target, delayMs: Math.round(best.delayMs * 1000) / 1000 };
@@ -207,32 +215,42 @@ function prepareDataDir(alg: Alg): { dir: string; apiKey: string } {
 }
 
 interface StartupFigures {
-  /** Median ms from spawn to the first 200 of /readyz, over 3 starts of existing data. */
+  /** Median ms from spawn to the first 200 of /readyz, over STARTS starts of existing data. */
   startMs: number;
   /** RSS (all processes) half a second after the first answer, MiB. */
   idleRssMiB: number;
 }
 
-/** Starts the executable on `dir` three times and measures start-up and idle memory. */
-async function measureStartup(dir: string, alg: Alg): Promise<StartupFigures> {
-  const times: number[] = [];
-  let idleRssMiB = 0;
-  for (let i = 0; i < 3; i++) {
-    const port = await freePort();
-    const started = performance.now();
-    const server = Bun.spawn([binary, "serve"], { cwd: dir, env: serverEnv(port, alg), stdout: "ignore", stderr: "inherit" });
-    try {
-      await waitReady(`http://127.0.0.1:${port}/readyz`, server, 2);
-      times.push(performance.now() - started);
-      await Bun.sleep(500);
-      idleRssMiB = Math.max(idleRssMiB, procUsage(server.pid).rssMiB);
-    } finally {
-      server.kill("SIGTERM");
-      await server.exited;
+/** Starts per data directory for the start-up figures. */
+const STARTS = 5;
+
+/**
+ * Starts the executable STARTS times on each of `dirs` and measures start-up and idle memory.
+ * The directories take turns, so figures compared with each other share the machine's moments.
+ */
+async function measureStartups(dirs: readonly string[], alg: Alg): Promise<StartupFigures[]> {
+  const times = dirs.map(() => [] as number[]);
+  const idle = dirs.map(() => 0);
+  for (let i = 0; i < STARTS; i++) {
+    for (const [d, dir] of dirs.entries()) {
+      const port = await freePort();
+      const started = performance.now();
+      const server = Bun.spawn([binary, "serve"], { cwd: dir, env: serverEnv(port, alg), stdout: "ignore", stderr: "inherit" });
+      try {
+        await waitReady(`http://127.0.0.1:${port}/readyz`, server, 2);
+        (times[d] as number[]).push(performance.now() - started);
+        await Bun.sleep(500);
+        idle[d] = Math.max(idle[d] as number, procUsage(server.pid).rssMiB);
+      } finally {
+        server.kill("SIGTERM");
+        await server.exited;
+      }
     }
   }
-  times.sort((a, b) => a - b);
-  return { startMs: Math.round(times[1] as number), idleRssMiB: Math.round(idleRssMiB * 10) / 10 };
+  return dirs.map((_, d) => {
+    const sorted = (times[d] as number[]).sort((a, b) => a - b);
+    return { startMs: Math.round(sorted[Math.floor(STARTS / 2)] as number), idleRssMiB: Math.round((idle[d] as number) * 10) / 10 };
+  });
 }
 
 /**
@@ -282,7 +300,7 @@ async function benchServer(alg: Alg, dir: string, apiKey: string, label: string,
 async function benchAlg(alg: Alg): Promise<{ figures: Record<string, Measured>; paced: Record<string, Paced>; jwksBytes: number; startup: StartupFigures }> {
   const { dir, apiKey } = prepareDataDir(alg);
   try {
-    const startup = await measureStartup(dir, alg);
+    const [startup] = (await measureStartups([dir], alg)) as [StartupFigures];
     return { ...(await benchServer(alg, dir, apiKey, "tokens", true)), startup };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -369,9 +387,13 @@ async function benchPeer(install: PeerInstall): Promise<Record<string, Measured>
   return figures;
 }
 
-/** The scale variant: many providers and clients in the store, then the same figures. */
-async function benchScale(): Promise<{ figures: Record<string, Measured>; startup: StartupFigures; seed: unknown }> {
+/**
+ * The scale variant: many providers and clients in the store, then the same figures. Start-up is
+ * measured in turns with an empty data directory, so that ratio is side by side.
+ */
+async function benchScale(): Promise<{ figures: Record<string, Measured>; startup: StartupFigures; emptyStartup: StartupFigures; seed: unknown }> {
   const { dir, apiKey } = prepareDataDir(scaleAlg);
+  const empty = prepareDataDir(scaleAlg);
   try {
     console.log(`bench: seeding ${values["scale-providers"]} providers and ${values["scale-clients"]} clients`);
     const seeded = Bun.spawnSync([process.execPath, join(root, "scripts", "bench", "seed.ts"), join(dir, "data"), values["scale-providers"] as string, values["scale-clients"] as string], {
@@ -380,10 +402,11 @@ async function benchScale(): Promise<{ figures: Record<string, Measured>; startu
     });
     if (seeded.exitCode !== 0) throw new Error("seeding failed");
     const seed = JSON.parse(seeded.stdout.toString().trim()) as unknown;
-    const startup = await measureStartup(dir, scaleAlg);
-    return { figures: (await benchServer(scaleAlg, dir, apiKey, "scale tokens", false)).figures, startup, seed };
+    const [startup, emptyStartup] = (await measureStartups([dir, empty.dir], scaleAlg)) as [StartupFigures, StartupFigures];
+    return { figures: (await benchServer(scaleAlg, dir, apiKey, "scale tokens", false)).figures, startup, emptyStartup, seed };
   } finally {
     rmSync(dir, { recursive: true, force: true });
+    rmSync(empty.dir, { recursive: true, force: true });
   }
 }
 
@@ -414,11 +437,11 @@ if (!values["no-peer"]) {
     install?.remove();
   }
 }
-let scale: { startup: StartupFigures; seed: unknown } | undefined;
+let scale: { startup: StartupFigures; emptyStartup: StartupFigures; seed: unknown } | undefined;
 if (values.scale) {
   const run = await benchScale();
   Object.assign(figures, run.figures);
-  scale = { startup: run.startup, seed: run.seed };
+  scale = { startup: run.startup, emptyStartup: run.emptyStartup, seed: run.seed };
 }
 const signers = await singleThreadSigners();
 const runtime = await allCoresSignRate();
@@ -445,8 +468,8 @@ ratios["discovery / HTTP floor"] = ratio(figures.discovery?.perSecond, figures["
 if (scale !== undefined) {
   ratios[`scale tokens ${scaleAlg} / empty`] = ratio(figures[`scale tokens ${scaleAlg}`]?.perSecond, figures[`tokens ${scaleAlg}`]?.perSecond);
   ratios[`scale oauth ${scaleAlg} / empty`] = ratio(figures[`scale tokens ${scaleAlg} oauth`]?.perSecond, figures[`tokens ${scaleAlg} oauth`]?.perSecond);
-  ratios[`scale start-up / empty`] = ratio(scale.startup.startMs, startup[scaleAlg]?.startMs);
-  ratios[`scale idle RSS / empty`] = ratio(scale.startup.idleRssMiB, startup[scaleAlg]?.idleRssMiB);
+  ratios[`scale start-up / empty`] = ratio(scale.startup.startMs, scale.emptyStartup.startMs);
+  ratios[`scale idle RSS / empty`] = ratio(scale.startup.idleRssMiB, scale.emptyStartup.idleRssMiB);
 }
 
 const fmt = (n: number | undefined, digits = 0) => (n === undefined || Number.isNaN(n) ? "-" : n.toFixed(digits));
@@ -465,9 +488,12 @@ for (const [name, m] of Object.entries(paced)) {
     `${name.padEnd(26)} ${fmt(m.targetPerSecond).padStart(7)} ${fmt(m.perSecond).padStart(6)}  ${fmt(share, 2).padStart(5)} ${fmt(m.p50Ms, 2).padStart(7)} ${fmt(m.p99Ms, 2).padStart(7)} ${fmt(m.maxMs, 1).padStart(7)} ${String(m.errors).padStart(7)}  ${fmt(m.serverCpuCores, 2).padStart(10)}`,
   );
 }
-console.log("\nstart-up (start to first answer, median of 3) and idle RSS:");
+console.log(`\nstart-up (start to first answer, median of ${STARTS}) and idle RSS:`);
 for (const [alg, s] of Object.entries(startup)) console.log(`  ${alg.padEnd(22)} ${String(s.startMs).padStart(5)} ms  ${fmt(s.idleRssMiB, 1).padStart(6)} MiB`);
-if (scale !== undefined) console.log(`  ${`${scaleAlg} scale`.padEnd(22)} ${String(scale.startup.startMs).padStart(5)} ms  ${fmt(scale.startup.idleRssMiB, 1).padStart(6)} MiB  (seed: ${JSON.stringify(scale.seed)})`);
+if (scale !== undefined) {
+  console.log(`  ${`${scaleAlg} scale`.padEnd(22)} ${String(scale.startup.startMs).padStart(5)} ms  ${fmt(scale.startup.idleRssMiB, 1).padStart(6)} MiB  (seed: ${JSON.stringify(scale.seed)})`);
+  console.log(`  ${`${scaleAlg} empty, in turns`.padEnd(22)} ${String(scale.emptyStartup.startMs).padStart(5)} ms  ${fmt(scale.emptyStartup.idleRssMiB, 1).padStart(6)} MiB`);
+}
 console.log(`\nsigners, one thread (sign/s; sign per CPU second)  libcrypto: ${signers.libcrypto.available ? signers.libcrypto.version : `unavailable (${signers.libcrypto.reason})`}`);
 for (const [alg, row] of Object.entries(signers.results)) {
   console.log(`  ${alg.padEnd(6)} ${Object.entries(row).map(([kind, r]) => `${kind} ${r.perSecond} (${r.perCpuSecond}/cpu-s)`).join(", ")}`);
