@@ -10,11 +10,8 @@ import type { SigningAlg } from "../config/schema.ts";
 import type { KeySetRecord } from "../store/store.ts";
 import { byLifecycleOrder, keysByState } from "./lifecycle.ts";
 import { privateKeyAad, unseal } from "./sealing.ts";
-import { SignerFactory } from "./signers/factory.ts";
+import type { SignerFactory } from "./signers/factory.ts";
 import type { RawSigner, SignerKind } from "./signers/signer.ts";
-
-/** The factory of rings built without one: the fastest signers available. */
-const defaultSigners = new SignerFactory({ mode: "auto" });
 
 /** The JWS `typ` values an access token may carry. */
 export type TokenTyp = "at+jwt" | "JWT";
@@ -68,7 +65,7 @@ export class KeyRing implements Signer {
    * Unseals the current key of `set`, makes its signer with `signers` and prepares the JWKS.
    * Throws if the master key is wrong.
    */
-  static async build(set: KeySetRecord, masterKey: CryptoKey, signers: SignerFactory = defaultSigners): Promise<KeyRing> {
+  static async build(set: KeySetRecord, masterKey: CryptoKey, signers: SignerFactory): Promise<KeyRing> {
     const { current } = keysByState(set);
     const privateJwk = JSON.parse(await unseal(masterKey, current.sealedPrivateJwk, privateKeyAad(set.projectId, current.kid))) as JWK;
     const signer = await signers.create(current.alg, privateJwk);

@@ -55,8 +55,8 @@ export interface KeyServiceOptions {
   policy?: (projectId: string) => KeyPolicy;
   /** The projects to keep loaded, asked at every tick: new ones are loaded, vanished ones dropped. */
   projects?: () => Promise<readonly string[]>;
-  /** Makes each ring's signer; the fastest available signers when left out. */
-  signers?: SignerFactory;
+  /** Makes each ring's signer (`serve` logs its plan once). */
+  signers: SignerFactory;
 }
 
 /** How a project's keys are generated and rotated. */
@@ -64,8 +64,6 @@ export interface KeyPolicy {
   signingAlg: SigningAlg;
   /** Seconds between automatic rotations; 0 = off. */
   rotationPeriod: number;
-  /** Makes each ring's signer; the fastest available signers when left out. */
-  signers?: SignerFactory;
 }
 
 /** What metrics read of a project's loaded key set, without touching the store. */

@@ -8,6 +8,7 @@
 import { KeyService } from "../../src/keys/key-service.ts";
 import { decodeMasterKey } from "../../src/keys/master-key.ts";
 import { importMasterKey } from "../../src/keys/sealing.ts";
+import { SignerFactory } from "../../src/keys/signers/factory.ts";
 import { createLogger } from "../../src/logging/logger.ts";
 import { openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 
@@ -21,6 +22,7 @@ const keys = new KeyService({
   logger: createLogger("info", (line) => process.stdout.write(line), () => now),
   signingAlg: "ES256",
   rotationPeriod: Number(period),
+  signers: new SignerFactory({ mode: "auto" }),
 });
 
 // The first tick loads the key set (which maintains it too); later ones are the timer's passes.

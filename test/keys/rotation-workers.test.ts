@@ -10,6 +10,7 @@ import type { Subprocess } from "bun";
 import { KeyService } from "../../src/keys/key-service.ts";
 import { decodeMasterKey, generateMasterKeyText } from "../../src/keys/master-key.ts";
 import { importMasterKey } from "../../src/keys/sealing.ts";
+import { SignerFactory } from "../../src/keys/signers/factory.ts";
 import { silentLogger } from "../../src/logging/logger.ts";
 import { openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import type { KeySetRecord } from "../../src/store/store.ts";
@@ -91,6 +92,7 @@ describe("key rotation with several processes on one data file", () => {
       logger: silentLogger,
       signingAlg: "ES256",
       rotationPeriod: PERIOD_S,
+      signers: new SignerFactory({ mode: "auto" }),
     });
     await keys.load(projectId);
     await store.close();
