@@ -22,6 +22,7 @@ import { projectRoutes } from "./http/routes/v1/project.ts";
 import { providerRoutes } from "./http/routes/v1/providers.ts";
 import { tokenRoutes } from "./http/routes/v1/tokens.ts";
 import { wellKnownRoutes } from "./http/routes/well-known.ts";
+import { atEndOfTurn, releaseAtEndOfTurn } from "./runtime/end-of-turn.ts";
 import { VERSION } from "./version.ts";
 
 /** Every route of the service, in registration order. */
@@ -100,7 +101,8 @@ function pathOf(url: string): string {
  * what verifiers ask most, are answered by their routes directly, without Elysia's hooks: they
  * have no body and no authentication and are never logged, so the hooks would only cost time. They
  * still count in the HTTP metrics, and while the process drains they go the full way (503).
- * Everything else goes through the app.
+ * Everything else goes through the app. Every answer leaves at the end of the loop's turn, with
+ * the others of that turn (runtime/end-of-turn.ts).
  */
 export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Request) => Response | Promise<Response> } {
   const routes = routeTable(ctx);
@@ -108,11 +110,14 @@ export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Reques
   const direct = new Map(routes.filter((r) => r.method === "GET" && r.tag === "discovery").map((r) => [r.path, r]));
   const fetch = (request: Request): Response | Promise<Response> => {
     const route = request.method === "GET" && !ctx.draining ? direct.get(pathOf(request.url)) : undefined;
-    if (route === undefined) return app.handle(request);
+    if (route === undefined) {
+      const answer = app.handle(request);
+      return answer instanceof Promise ? releaseAtEndOfTurn(answer) : answer;
+    }
     const started = performance.now();
     const response = route.handler({ params: {}, query: {}, body: undefined, request, principal: { projectId: "", apiKeyId: "" }, set: { headers: {} } }) as Response;
     recordRequest(ctx.metrics, "GET", route.path, response.status, performance.now() - started);
-    return response;
+    return atEndOfTurn(() => response);
   };
   return { app, fetch };
 }

@@ -7,6 +7,7 @@
  */
 import { base64url, type JWK } from "jose";
 import type { SigningAlg } from "../config/schema.ts";
+import { atEndOfTurn } from "../runtime/end-of-turn.ts";
 import type { KeySetRecord } from "../store/store.ts";
 import { byLifecycleOrder, keysByState } from "./lifecycle.ts";
 import { privateKeyAad, unseal } from "./sealing.ts";
@@ -77,7 +78,9 @@ export class KeyRing implements Signer {
 
   async sign(typ: TokenTyp, claims: Record<string, unknown>): Promise<string> {
     const input = `${this.#headers[typ]}.${b64json(claims)}`;
-    const signature = await this.#signer.sign(encoder.encode(input));
+    // Signatures asked for in one turn of the loop are made together at its end (runtime/end-of-turn.ts).
+    const bytes = encoder.encode(input);
+    const signature = await atEndOfTurn(() => this.#signer.sign(bytes));
     return `${input}.${base64url.encode(signature)}`;
   }
 }
