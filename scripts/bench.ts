@@ -27,9 +27,10 @@
  * tokenmint's `/oauth/token` (a peer token is verified against its JWKS first).
  *
  * --scale adds the scale variant: a data directory filled with 100,000 providers and 1,000,000
- * clients (scripts/bench/seed.ts, through the store, before the server starts), then the same
- * issuance, start-up and memory figures for --scale-alg, next to the empty store's (start-up in
- * turns with an empty data directory).
+ * clients (scripts/bench/seed.ts, straight into LMDB, before the server starts), then issuance,
+ * start-up and memory for --scale-alg next to an empty store's. The two are measured in turns:
+ * both servers run at once and their token routes are loaded alternately, three rounds, the
+ * median of each (`scale ...` and `empty ...` figures).
  *
  * Prints every figure and ratio and writes them as JSON. Requires wrk (Debian: `apt-get install
  * wrk`) and openssl; the peer needs node and npm (and the npm registry).
@@ -253,16 +254,30 @@ async function measureStartups(dirs: readonly string[], alg: Alg): Promise<Start
   });
 }
 
+/** A started tokenmint of the bench, checked and ready to load. */
+interface BenchServer {
+  pid: number;
+  base: string;
+  /** wrk specs of `POST .../tokens` and `POST /oauth/token`. */
+  tokens: Omit<LoadSpec, "connections" | "threads" | "seconds">;
+  oauth: Omit<LoadSpec, "connections" | "threads" | "seconds">;
+  jwksBytes: number;
+  stop(): Promise<void>;
+}
+
 /**
- * Issuance figures of one algorithm on a prepared data directory: `POST .../tokens` and
- * `POST /oauth/token`, each after checking that a token verifies against the served JWKS; with
- * `full`, also the latency of `.../tokens` paced at PACED_SHARE of its peak and, for RS256, the JWKS
- * and discovery.
+ * Starts the executable on a prepared data directory, creates a provider, a client and a client
+ * secret, and checks that tokens from `POST .../tokens` and from `POST /oauth/token` verify
+ * against the served JWKS.
  */
-async function benchServer(alg: Alg, dir: string, apiKey: string, label: string, full: boolean): Promise<{ figures: Record<string, Measured>; paced: Record<string, Paced>; jwksBytes: number }> {
+async function startServer(alg: Alg, dir: string, apiKey: string): Promise<BenchServer> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const server = Bun.spawn([binary, "serve"], { cwd: dir, env: serverEnv(port, alg), stdout: "ignore", stderr: "inherit" });
+  const stop = async () => {
+    server.kill("SIGTERM");
+    await server.exited;
+  };
   try {
     await waitReady(`${base}/readyz`, server);
     const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" };
@@ -277,23 +292,40 @@ async function benchServer(alg: Alg, dir: string, apiKey: string, label: string,
     const oauthHeaders = { authorization: basic(client.id as string, secret.secret as string), "content-type": FORM };
     const oauth = (await (await fetch(`${base}/oauth/token`, { method: "POST", headers: oauthHeaders, body: GRANT })).json()) as { access_token: string };
     await jwtVerify(oauth.access_token, jwks, expected);
-
     const jwksBytes = (await (await fetch(`${base}/.well-known/jwks`)).arrayBuffer()).byteLength;
+    return {
+      pid: server.pid,
+      base,
+      tokens: { url: `${base}${path}`, method: "POST", body: JSON.stringify({ expiresIn: 600 }), headers },
+      oauth: { url: `${base}/oauth/token`, method: "POST", body: GRANT, headers: oauthHeaders },
+      jwksBytes,
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
 
+/**
+ * Issuance figures of one algorithm on a prepared data directory: both token routes and the
+ * latency of `.../tokens` paced at PACED_SHARE of its peak; for RS256 also the JWKS and discovery.
+ */
+async function benchServer(alg: Alg, dir: string, apiKey: string): Promise<{ figures: Record<string, Measured>; paced: Record<string, Paced>; jwksBytes: number }> {
+  const server = await startServer(alg, dir, apiKey);
+  try {
     const figures: Record<string, Measured> = {};
     const paced: Record<string, Paced> = {};
-    const tokens = { url: `${base}${path}`, method: "POST", body: JSON.stringify({ expiresIn: 600 }), headers } as const;
-    figures[`${label} ${alg}`] = await measure(server.pid, tokens);
-    if (full) paced[`${label} ${alg}`] = await measurePaced(server.pid, tokens, (figures[`${label} ${alg}`] as Measured).perSecond);
-    figures[`${label} ${alg} oauth`] = await measure(server.pid, { url: `${base}/oauth/token`, method: "POST", body: GRANT, headers: oauthHeaders });
-    if (alg === "RS256" && full) {
-      figures.jwks = await measure(server.pid, { url: `${base}/.well-known/jwks` });
-      figures.discovery = await measure(server.pid, { url: `${base}/.well-known/openid-configuration` });
+    figures[`tokens ${alg}`] = await measure(server.pid, server.tokens);
+    paced[`tokens ${alg}`] = await measurePaced(server.pid, server.tokens, (figures[`tokens ${alg}`] as Measured).perSecond);
+    figures[`tokens ${alg} oauth`] = await measure(server.pid, server.oauth);
+    if (alg === "RS256") {
+      figures.jwks = await measure(server.pid, { url: `${server.base}/.well-known/jwks` });
+      figures.discovery = await measure(server.pid, { url: `${server.base}/.well-known/openid-configuration` });
     }
-    return { figures, paced, jwksBytes };
+    return { figures, paced, jwksBytes: server.jwksBytes };
   } finally {
-    server.kill("SIGTERM");
-    await server.exited;
+    await server.stop();
   }
 }
 
@@ -301,7 +333,7 @@ async function benchAlg(alg: Alg): Promise<{ figures: Record<string, Measured>; 
   const { dir, apiKey } = prepareDataDir(alg);
   try {
     const [startup] = (await measureStartups([dir], alg)) as [StartupFigures];
-    return { ...(await benchServer(alg, dir, apiKey, "tokens", true)), startup };
+    return { ...(await benchServer(alg, dir, apiKey)), startup };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -387,25 +419,51 @@ async function benchPeer(install: PeerInstall): Promise<Record<string, Measured>
   return figures;
 }
 
+/** Rounds of the scale variant's issuance: each loads the seeded and the empty store in turn. */
+const SCALE_ROUNDS = 3;
+
+/** The median of each figure over rounds, by requests per second. */
+function medianRun(runs: readonly Measured[]): Measured {
+  return [...runs].sort((a, b) => a.perSecond - b.perSecond)[Math.floor(runs.length / 2)] as Measured;
+}
+
 /**
- * The scale variant: many providers and clients in the store, then the same figures. Start-up is
- * measured in turns with an empty data directory, so that ratio is side by side.
+ * The scale variant: many providers and clients in the store, then the issuance, start-up and
+ * memory figures next to an empty store's. Both servers run at once and are loaded in turns
+ * (SCALE_ROUNDS rounds, the median of each), and start-up is measured in turns too, so the
+ * machine's drift lands on both sides of each ratio.
  */
 async function benchScale(): Promise<{ figures: Record<string, Measured>; startup: StartupFigures; emptyStartup: StartupFigures; seed: unknown }> {
-  const { dir, apiKey } = prepareDataDir(scaleAlg);
+  const seeded = prepareDataDir(scaleAlg);
   const empty = prepareDataDir(scaleAlg);
   try {
     console.log(`bench: seeding ${values["scale-providers"]} providers and ${values["scale-clients"]} clients`);
-    const seeded = Bun.spawnSync([process.execPath, join(root, "scripts", "bench", "seed.ts"), join(dir, "data"), values["scale-providers"] as string, values["scale-clients"] as string], {
+    const seeding = Bun.spawnSync([process.execPath, join(root, "scripts", "bench", "seed.ts"), join(seeded.dir, "data"), values["scale-providers"] as string, values["scale-clients"] as string], {
       stdout: "pipe",
       stderr: "inherit",
     });
-    if (seeded.exitCode !== 0) throw new Error("seeding failed");
-    const seed = JSON.parse(seeded.stdout.toString().trim()) as unknown;
-    const [startup, emptyStartup] = (await measureStartups([dir, empty.dir], scaleAlg)) as [StartupFigures, StartupFigures];
-    return { figures: (await benchServer(scaleAlg, dir, apiKey, "scale tokens", false)).figures, startup, emptyStartup, seed };
+    if (seeding.exitCode !== 0) throw new Error("seeding failed");
+    const seed = JSON.parse(seeding.stdout.toString().trim()) as unknown;
+    const [startup, emptyStartup] = (await measureStartups([seeded.dir, empty.dir], scaleAlg)) as [StartupFigures, StartupFigures];
+    const servers = { scale: await startServer(scaleAlg, seeded.dir, seeded.apiKey) } as Record<"scale" | "empty", BenchServer>;
+    try {
+      servers.empty = await startServer(scaleAlg, empty.dir, empty.apiKey);
+      const runs: Record<string, Measured[]> = {};
+      const add = (name: string, m: Measured) => (runs[name] ??= []).push(m);
+      for (let round = 0; round < SCALE_ROUNDS; round++) {
+        for (const route of ["tokens", "oauth"] as const) {
+          for (const side of ["scale", "empty"] as const) {
+            const server = servers[side];
+            add(`${side} tokens ${scaleAlg}${route === "oauth" ? " oauth" : ""}`, await measure(server.pid, server[route]));
+          }
+        }
+      }
+      return { figures: Object.fromEntries(Object.entries(runs).map(([name, m]) => [name, medianRun(m)])), startup, emptyStartup, seed };
+    } finally {
+      await Promise.all(Object.values(servers).map((server) => server.stop()));
+    }
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(seeded.dir, { recursive: true, force: true });
     rmSync(empty.dir, { recursive: true, force: true });
   }
 }
@@ -466,8 +524,8 @@ for (const alg of ALGS) {
 ratios["jwks / HTTP floor"] = ratio(figures.jwks?.perSecond, figures["floor GET"]?.perSecond);
 ratios["discovery / HTTP floor"] = ratio(figures.discovery?.perSecond, figures["floor GET"]?.perSecond);
 if (scale !== undefined) {
-  ratios[`scale tokens ${scaleAlg} / empty`] = ratio(figures[`scale tokens ${scaleAlg}`]?.perSecond, figures[`tokens ${scaleAlg}`]?.perSecond);
-  ratios[`scale oauth ${scaleAlg} / empty`] = ratio(figures[`scale tokens ${scaleAlg} oauth`]?.perSecond, figures[`tokens ${scaleAlg} oauth`]?.perSecond);
+  ratios[`scale tokens ${scaleAlg} / empty`] = ratio(figures[`scale tokens ${scaleAlg}`]?.perSecond, figures[`empty tokens ${scaleAlg}`]?.perSecond);
+  ratios[`scale oauth ${scaleAlg} / empty`] = ratio(figures[`scale tokens ${scaleAlg} oauth`]?.perSecond, figures[`empty tokens ${scaleAlg} oauth`]?.perSecond);
   ratios[`scale start-up / empty`] = ratio(scale.startup.startMs, scale.emptyStartup.startMs);
   ratios[`scale idle RSS / empty`] = ratio(scale.startup.idleRssMiB, scale.emptyStartup.idleRssMiB);
 }
