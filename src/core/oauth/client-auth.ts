@@ -44,6 +44,9 @@ export interface ClientAuthOptions {
   assertionAudiences: readonly string[];
 }
 
+/** Refuses bytes that are not UTF-8 (it keeps no state between calls, so one serves every request). */
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
+
 const MALFORMED_BASIC = "Malformed Authorization header: expected 'Basic base64(urlencode(client_id):urlencode(client_secret))'.";
 
 /** application/x-www-form-urlencoded decoding of one Basic credential (RFC 6749 §2.3.1). */
@@ -61,7 +64,10 @@ export function parseBasicCredentials(authorization: string): { clientId: string
   if (match === null || (match[1] as string).length % 4 !== 0) throw invalidClient(MALFORMED_BASIC);
   let decoded: string;
   try {
-    decoded = new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(atob(match[1] as string), (c) => c.charCodeAt(0)));
+    const binary = atob(match[1] as string);
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    decoded = STRICT_UTF8.decode(bytes);
   } catch {
     throw invalidClient(MALFORMED_BASIC);
   }

@@ -23,9 +23,12 @@ async function readBody(request: Request, maxBytes: number): Promise<Uint8Array>
   return bytes;
 }
 
+/** Refuses bytes that are not UTF-8 (it keeps no state between calls, so one serves every request). */
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
+
 function utf8(bytes: Uint8Array): string {
   try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    return STRICT_UTF8.decode(bytes);
   } catch {
     throw new AppError("invalid_request", "The request body is not valid UTF-8.");
   }
@@ -62,7 +65,9 @@ export async function parseFormBody(request: Request, maxBytes: number): Promise
   const params = new Map<string, string[]>();
   for (const [name, value] of new URLSearchParams(utf8(bytes))) {
     if (value === "") continue;
-    params.set(name, [...(params.get(name) ?? []), value]);
+    const values = params.get(name);
+    if (values === undefined) params.set(name, [value]);
+    else values.push(value);
   }
   return Object.fromEntries([...params].map(([name, values]) => [name, values.length === 1 ? (values[0] as string) : values]));
 }
