@@ -22,7 +22,7 @@ import { projectRoutes } from "./http/routes/v1/project.ts";
 import { providerRoutes } from "./http/routes/v1/providers.ts";
 import { tokenRoutes } from "./http/routes/v1/tokens.ts";
 import { wellKnownRoutes } from "./http/routes/well-known.ts";
-import { atEndOfTurn, releaseAtEndOfTurn } from "./runtime/end-of-turn.ts";
+import { answerAtEndOfTurn, releaseAtEndOfTurn } from "./runtime/end-of-turn.ts";
 import { VERSION } from "./version.ts";
 
 /** Every route of the service, in registration order. */
@@ -117,7 +117,7 @@ export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Reques
     const started = performance.now();
     const response = route.handler({ params: {}, query: {}, body: undefined, request, principal: { projectId: "", apiKeyId: "" }, set: { headers: {} } }) as Response;
     recordRequest(ctx.metrics, "GET", route.path, response.status, performance.now() - started);
-    return atEndOfTurn(() => response);
+    return answerAtEndOfTurn(response);
   };
   return { app, fetch };
 }

@@ -10,12 +10,13 @@
  * times in a row while it is hot.
  *
  * A batch yields after BUDGET_MS and goes on in the next turn, so a batch of slow jobs (RSA
- * signatures take most of a millisecond each) never keeps the loop from reading for long. At low
- * load a batch holds one job and the wait is one turn of the loop.
+ * signatures take most of a millisecond each) never keeps the loop from reading for long. Answers
+ * have their own queue, so a ready answer never waits behind signatures. At low load a batch
+ * holds one job and the wait is one turn of the loop.
  */
 
 /** How long one batch may run before the rest waits for the next turn, in milliseconds. */
-export const BUDGET_MS = 2;
+export const BUDGET_MS = 1;
 
 interface Job {
   run: () => unknown;
@@ -27,45 +28,60 @@ interface Job {
 const nextTurn: (callback: () => void) => void =
   typeof globalThis.setImmediate === "function" ? (callback) => void globalThis.setImmediate(callback) : (callback) => void setTimeout(callback, 0);
 
-let queue: Job[] = [];
-let scheduled = false;
+/** Jobs held to the end of the turn, run in the order they came, BUDGET_MS at a time. */
+class EndOfTurnQueue {
+  #jobs: Job[] = [];
+  #scheduled = false;
+  readonly #flush = () => this.#run();
 
-function schedule(): void {
-  if (scheduled) return;
-  scheduled = true;
-  nextTurn(flush);
-}
+  hold<T>(job: () => T): Promise<Awaited<T>> {
+    return new Promise<Awaited<T>>((resolve, reject) => {
+      this.#jobs.push({ run: job, resolve: resolve as (value: unknown) => void, reject });
+      this.#schedule();
+    });
+  }
 
-function flush(): void {
-  scheduled = false;
-  const jobs = queue;
-  queue = [];
-  const started = performance.now();
-  for (let i = 0; i < jobs.length; i++) {
-    const job = jobs[i] as Job;
-    try {
-      job.resolve(job.run());
-    } catch (error) {
-      job.reject(error);
-    }
-    if (i + 1 < jobs.length && performance.now() - started >= BUDGET_MS) {
-      // Jobs held while this batch ran (none can be: resolving only queues microtasks) go after these.
-      queue = jobs.slice(i + 1).concat(queue);
-      schedule();
-      return;
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    nextTurn(this.#flush);
+  }
+
+  #run(): void {
+    this.#scheduled = false;
+    const jobs = this.#jobs;
+    this.#jobs = [];
+    const started = performance.now();
+    for (let i = 0; i < jobs.length; i++) {
+      const job = jobs[i] as Job;
+      try {
+        job.resolve(job.run());
+      } catch (error) {
+        job.reject(error);
+      }
+      if (i + 1 < jobs.length && performance.now() - started >= BUDGET_MS) {
+        // Jobs held while this batch ran (none can be: resolving only queues microtasks) go after these.
+        this.#jobs = jobs.slice(i + 1).concat(this.#jobs);
+        this.#schedule();
+        return;
+      }
     }
   }
 }
+
+/**
+ * Two queues, so an answer that is ready never waits behind signatures asked for after it: a
+ * ready answer waits at most for one budget of signing.
+ */
+const work = new EndOfTurnQueue();
+const answers = new EndOfTurnQueue();
 
 /**
  * Runs `job` at the end of the current turn, in one batch with the other jobs held in this turn
  * (in the order they came), and resolves with its result or rejects with what it threw.
  */
 export function atEndOfTurn<T>(job: () => T): Promise<Awaited<T>> {
-  return new Promise<Awaited<T>>((resolve, reject) => {
-    queue.push({ run: job, resolve: resolve as (value: unknown) => void, reject });
-    schedule();
-  });
+  return work.hold(job);
 }
 
 /**
@@ -74,10 +90,15 @@ export function atEndOfTurn<T>(job: () => T): Promise<Awaited<T>> {
  */
 export function releaseAtEndOfTurn<T>(pending: Promise<T>): Promise<T> {
   return pending.then(
-    (value) => atEndOfTurn(() => value) as Promise<T>,
+    (value) => answers.hold(() => value) as Promise<T>,
     (error: unknown) =>
-      atEndOfTurn(() => {
+      answers.hold(() => {
         throw error;
       }),
   );
+}
+
+/** Releases an answer that is ready now at the end of this turn, with the others of the turn. */
+export function answerAtEndOfTurn<T>(value: T): Promise<Awaited<T>> {
+  return answers.hold(() => value);
 }
