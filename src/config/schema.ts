@@ -190,7 +190,7 @@ export const SETTINGS: readonly Setting[] = [
     env: "TOKENMINT_SIGNER",
     defaultText: "`auto`",
     description:
-      "Signing code: `auto` signs RS256 with the system's OpenSSL (`libcrypto.so.3`, about twice as fast) when it loads and agrees with the built-in signer, else with the runtime's own crypto; `builtin` always uses the runtime's own. `serve` logs the choice at start-up.",
+      "Signing code: `auto` signs RS256 with the system's OpenSSL (`libcrypto.so.3`; up to twice as fast, depending on the CPU) when it loads and agrees with the built-in signer, else with the runtime's own crypto; `builtin` always uses the runtime's own. `serve` logs the choice at start-up.",
     parse: (raw) => (raw === undefined ? "auto" : oneOf("TOKENMINT_SIGNER", SIGNER_MODES, raw.trim().toLowerCase())),
   },
   {
