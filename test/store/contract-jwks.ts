@@ -6,7 +6,7 @@
  */
 import { expect, test } from "bun:test";
 import type { Store } from "../../src/store/store.ts";
-import { T0, clientJwksRecord, clientRecord, providerRecord, storeErrorKind } from "./fixtures.ts";
+import { T0, clientJwksRecord, clientRecord, providerRecord, providerWithTwoClients, storeErrorKind } from "./fixtures.ts";
 
 /** Registers the tests; `store` returns the fresh store of the running test. */
 export function runClientJwksContract(store: () => Store, A: string, B: string): void {
@@ -34,12 +34,7 @@ export function runClientJwksContract(store: () => Store, A: string, B: string):
   });
 
   test("client jwks: deleting the client deletes its keys, and only its own", async () => {
-    const p = providerRecord(A, T0);
-    await store().createProvider(p);
-    const c = clientRecord(p, T0 + 1);
-    const keep = clientRecord(p, T0 + 2);
-    await store().createClient(c);
-    await store().createClient(keep);
+    const { provider: p, first: c, second: keep } = await providerWithTwoClients(store(), A);
     await store().putClientJwks(clientJwksRecord(c, T0 + 3));
     const kept = clientJwksRecord(keep, T0 + 4, "kept");
     await store().putClientJwks(kept);

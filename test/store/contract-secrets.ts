@@ -5,7 +5,7 @@
  */
 import { expect, test } from "bun:test";
 import type { Store } from "../../src/store/store.ts";
-import { T0, clientRecord, clientSecretRecord, providerRecord, storeErrorKind } from "./fixtures.ts";
+import { T0, clientRecord, clientSecretRecord, providerRecord, providerWithTwoClients, storeErrorKind } from "./fixtures.ts";
 
 /** Registers the tests; `store` returns the fresh store of the running test. */
 export function runClientSecretContract(store: () => Store, A: string, B: string): void {
@@ -67,12 +67,7 @@ export function runClientSecretContract(store: () => Store, A: string, B: string
     });
 
     test("client secrets: a create beyond maxSecrets is conflict and writes nothing; a delete makes room", async () => {
-      const p = providerRecord(A, T0);
-      await store().createProvider(p);
-      const c = clientRecord(p, T0 + 1);
-      const other = clientRecord(p, T0 + 2);
-      await store().createClient(c);
-      await store().createClient(other);
+      const { first: c, second: other } = await providerWithTwoClients(store(), A);
       const s1 = clientSecretRecord(c, T0 + 1000, "h1");
       const s2 = clientSecretRecord(c, T0 + 2000, "h2");
       const s3 = clientSecretRecord(c, T0 + 3000, "h3");
@@ -93,12 +88,7 @@ export function runClientSecretContract(store: () => Store, A: string, B: string
     });
 
     test("client secrets: deleting the client deletes its secrets, and only its own", async () => {
-      const p = providerRecord(A, T0);
-      await store().createProvider(p);
-      const c = clientRecord(p, T0 + 1);
-      const keep = clientRecord(p, T0 + 2);
-      await store().createClient(c);
-      await store().createClient(keep);
+      const { provider: p, first: c, second: keep } = await providerWithTwoClients(store(), A);
       await store().createClientSecret(clientSecretRecord(c, T0 + 3, "c1"), 2);
       await store().createClientSecret(clientSecretRecord(c, T0 + 4, "c2"), 2);
       const kept = clientSecretRecord(keep, T0 + 5, "k1");

@@ -12,6 +12,7 @@ import {
   type KeySetRecord,
   type ProviderRecord,
   type SigningKeyRecord,
+  type Store,
   type StoreErrorKind,
 } from "../../src/store/store.ts";
 
@@ -34,6 +35,17 @@ export function clientRecord(provider: ProviderRecord, at: number, name = "billi
     createdAt: at,
     updatedAt: at,
   };
+}
+
+/** A provider of `projectId` (created at T0) with two clients (T0 + 1 and T0 + 2), created in `store`. */
+export async function providerWithTwoClients(store: Store, projectId: string): Promise<{ provider: ProviderRecord; first: ClientRecord; second: ClientRecord }> {
+  const provider = providerRecord(projectId, T0);
+  await store.createProvider(provider);
+  const first = clientRecord(provider, T0 + 1);
+  const second = clientRecord(provider, T0 + 2);
+  await store.createClient(first);
+  await store.createClient(second);
+  return { provider, first, second };
 }
 
 export function clientSecretRecord(client: ClientRecord, at: number, hash: string): ClientSecretRecord {
