@@ -36,11 +36,18 @@ const assertionAudiences = (url: string): ClientAuthOptions => ({
 
 export function oauthRoutes(ctx: AppContext): RouteDef[] {
   const deps = { store: ctx.store, clock: ctx.clock, keySets: new VerificationKeySets() };
+  /** assertionAudiences per host URL, built once. The URLs are the projects' configured ones, never request text, so this stays small. */
+  const audiences = new Map<string, ClientAuthOptions>();
+  const audiencesOf = (url: string): ClientAuthOptions => {
+    let options = audiences.get(url);
+    if (options === undefined) audiences.set(url, (options = assertionAudiences(url)));
+    return options;
+  };
   /** The project a request's Host names; its tokens carry the issuer of its own host or of its custom domain. */
   const project = (request: Request): { project: TokenProject; auth: ClientAuthOptions } => {
     const { project, url } = ctx.projects.resolveHost(requestHost(request));
     const issuers = project.customUrl === undefined ? [project.url] : [project.url, project.customUrl];
-    return { project: { projectId: project.id, issuers, ring: ctx.keys.ring(project.id) }, auth: assertionAudiences(url) };
+    return { project: { projectId: project.id, issuers, ring: ctx.keys.ring(project.id) }, auth: audiencesOf(url) };
   };
   return [
     {
@@ -54,9 +61,8 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       errors: [400, 401, 413],
       handler: async ({ body, request, set }) => {
         const { project, url } = ctx.projects.resolveHost(requestHost(request));
-        const answer = await clientCredentialsToken(ctx, project, url, request.headers.get("authorization"), body as OAuthTokenRequest, assertionAudiences(url));
-        set.headers["cache-control"] = "no-store";
-        set.headers.pragma = "no-cache";
+        const answer = await clientCredentialsToken(ctx, project, url, request.headers.get("authorization"), body as OAuthTokenRequest, audiencesOf(url));
+        Object.assign(set.headers, NO_STORE);
         return answer;
       },
     },
