@@ -29,8 +29,6 @@ export interface AppContext {
   metrics: ServiceMetrics;
   /** The default project: the one at the public URL, which the CLI manages unless told otherwise. */
   projectId: string;
-  /** The default project's issuer (the public URL). */
-  issuer: string;
   /** Set while the process drains on SIGTERM: new requests get 503. */
   draining: boolean;
 }

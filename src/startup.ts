@@ -104,7 +104,7 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
       logger.info("bootstrap API key registered");
     }
     const metrics = createServiceMetrics({ ...processSources(), keyStatus: () => keys.status(projectId), now: () => clock.now() });
-    return { config, logger, store, keys, projects, clock, metrics, projectId, issuer: config.publicUrl, draining: false };
+    return { config, logger, store, keys, projects, clock, metrics, projectId, draining: false };
   } catch (error) {
     await store.close();
     throw error;
