@@ -8,9 +8,10 @@
  */
 import { isHostName, type Config, type SigningAlg } from "../config/schema.ts";
 import { AppError } from "../errors.ts";
+import { MAX_TOKEN_LIFETIME_S } from "../keys/lifecycle.ts";
 import type { ProjectRecord, ProjectSettings, Store } from "../store/store.ts";
 import { uuidv7 } from "./ids.ts";
-import { DEFAULT_TOKEN_LIFETIME_S, MAX_TOKEN_LIFETIME_S } from "./tokens.ts";
+import { DEFAULT_TOKEN_LIFETIME_S } from "./tokens.ts";
 
 /** The slug the default project answers to under the base domain. */
 export const DEFAULT_PROJECT_SLUG = "default";

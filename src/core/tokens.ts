@@ -7,9 +7,6 @@
 /** Lifetime when a request omits `expiresIn` or sends 0, in seconds. */
 export const DEFAULT_TOKEN_LIFETIME_S = 3600;
 
-/** Longest lifetime a token may be issued for (48 h), in seconds. */
-export const MAX_TOKEN_LIFETIME_S = 172_800;
-
 /**
  * The lifetime to issue for a requested `expiresIn` (already validated to 0..172800): omitted or
  * 0 means the project's default lifetime.

@@ -1,6 +1,7 @@
 /** @module schemas/projects — the caller's project: GET and PATCH /v1/project. */
 import { Type, type Static } from "@sinclair/typebox";
 import { SIGNING_ALGS } from "../config/schema.ts";
+import { MAX_TOKEN_LIFETIME_S } from "../keys/lifecycle.ts";
 import { DateTime, Text, Uuid } from "./common.ts";
 
 const signingAlg = Type.Union(
@@ -23,9 +24,9 @@ export const ProjectPatch = Type.Object(
     defaultTokenLifetime: Type.Optional(
       Type.Integer({
         minimum: 1,
-        maximum: 172_800,
+        maximum: MAX_TOKEN_LIFETIME_S,
         description: "Lifetime in seconds of tokens requested without `expiresIn`.",
-        errorMessage: "must be a whole number of seconds from 1 to 172800",
+        errorMessage: `must be a whole number of seconds from 1 to ${MAX_TOKEN_LIFETIME_S}`,
       }),
     ),
     customDomain: Type.Optional(

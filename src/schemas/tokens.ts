@@ -1,5 +1,6 @@
 /** @module schemas/tokens — the token request and response of POST .../clients/{clientId}/tokens. */
 import { Type, type Static } from "@sinclair/typebox";
+import { MAX_TOKEN_LIFETIME_S } from "../keys/lifecycle.ts";
 import { DateTime } from "./common.ts";
 
 const flag = (description: string) => Type.Optional(Type.Boolean({ description, errorMessage: "must be true or false" }));
@@ -9,9 +10,9 @@ export const TokenRequest = Type.Object(
     expiresIn: Type.Optional(
       Type.Integer({
         minimum: 0,
-        maximum: 172800,
-        description: "Lifetime in seconds, 1 to 172800 (48 h). Omitted or 0 means the project's default lifetime (3600 unless the project sets another).",
-        errorMessage: "must be a whole number of seconds from 1 to 172800 (0 or omitted means the default lifetime)",
+        maximum: MAX_TOKEN_LIFETIME_S,
+        description: `Lifetime in seconds, 1 to ${MAX_TOKEN_LIFETIME_S} (48 h). Omitted or 0 means the project's default lifetime (3600 unless the project sets another).`,
+        errorMessage: `must be a whole number of seconds from 1 to ${MAX_TOKEN_LIFETIME_S} (0 or omitted means the default lifetime)`,
       }),
     ),
     useJwtType: flag("When true the JWT header `typ` is `JWT` instead of `at+jwt`."),
