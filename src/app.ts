@@ -100,7 +100,8 @@ function pathOf(url: string): string {
  * The fetch handler `serve` listens with, and the app behind it. The discovery and JWKS GETs,
  * what verifiers ask most, are answered by their routes directly, without Elysia's hooks: they
  * have no body and no authentication and are never logged, so the hooks would only cost time. They
- * still count in the HTTP metrics, and while the process drains they go the full way (503).
+ * still count in the HTTP metrics, and while the process drains, or if the route throws, they go
+ * the full way (503, or the error's own answer).
  * Everything else goes through the app. Every answer leaves at the end of the loop's turn, with
  * the others of that turn (runtime/end-of-turn.ts).
  */
@@ -115,7 +116,13 @@ export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Reques
       return answer instanceof Promise ? releaseAtEndOfTurn(answer) : answer;
     }
     const started = performance.now();
-    const response = route.handler({ params: {}, query: {}, body: undefined, request, principal: { projectId: "", apiKeyId: "" }, set: { headers: {} } }) as Response;
+    let response: Response;
+    try {
+      response = route.handler({ params: {}, query: {}, body: undefined, request, principal: { projectId: "", apiKeyId: "" }, set: { headers: {} } }) as Response;
+    } catch {
+      // What a route throws is answered as every other error: the app's error handler does it.
+      return releaseAtEndOfTurn(Promise.resolve(app.handle(request)));
+    }
     recordRequest(ctx.metrics, "GET", route.path, response.status, performance.now() - started);
     return answerAtEndOfTurn(response);
   };

@@ -80,7 +80,9 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
     const masterKey = await unlockMasterKey(store, config, logger);
     const signers = new SignerFactory({ mode: config.signer, logger });
     logger.info("signers", planFields(await signers.plan()));
-    const projects = new ProjectDirectory(store, config, projectId);
+    // A new project's hosts are served once its key ring is loaded: the directory learns of it
+    // first (the key service reads its settings there), then the key service loads its keys.
+    const projects = new ProjectDirectory(store, config, projectId, (id) => keys.has(id));
     await projects.refresh();
     const keys = new KeyService({
       store,

@@ -5,7 +5,9 @@
  * store read. The issuer of a host comes from the project's configuration, never from the header:
  * a host that names no project is the default project at the public URL, and `X-Forwarded-Host`
  * is never read. `refresh` re-reads the projects (the key service calls it on its timer), so a
- * project created or changed by another process is served within a second.
+ * project created or changed by another process is served within a second. A host is matched to
+ * its project only once the project can be served (`serves`: its signing keys are loaded); until
+ * then the host stays the default project's, as it was before the project existed.
  */
 import { AppError } from "../errors.ts";
 import type { Store } from "../store/store.ts";
@@ -24,13 +26,16 @@ export class ProjectDirectory {
   readonly #store: Store;
   readonly #instance: InstanceSettings;
   readonly #defaultId: string;
+  readonly #serves: (projectId: string) => boolean;
   #byId = new Map<string, ResolvedProject>();
   #byHost = new Map<string, HostMatch>();
 
-  constructor(store: Store, instance: InstanceSettings, defaultProjectId: string) {
+  /** `serves` tells whether a project's hosts may be matched yet (startup.ts: its key ring is loaded). */
+  constructor(store: Store, instance: InstanceSettings, defaultProjectId: string, serves: (projectId: string) => boolean = () => true) {
     this.#store = store;
     this.#instance = instance;
     this.#defaultId = defaultProjectId;
+    this.#serves = serves;
   }
 
   /** Re-reads every project from the store and rebuilds the host index. */
@@ -64,12 +69,15 @@ export class ProjectDirectory {
     return project;
   }
 
-  /** The project served at `host` (the request's Host header); the default project when none matches. */
+  /**
+   * The project served at `host` (the request's Host header); the default project when none
+   * matches, or when the matching project cannot be served yet.
+   */
   resolveHost(host: string | null): HostMatch {
     if (host !== null) {
       const normalized = normalizeHost(host);
       const match = this.#byHost.get(normalized) ?? this.#byHost.get(normalized.replace(/:\d+$/, ""));
-      if (match !== undefined) return match;
+      if (match !== undefined && this.#serves(match.project.id)) return match;
     }
     const project = this.defaultProject;
     return { project, url: project.url };

@@ -97,6 +97,11 @@ export class KeyService {
     return jwksMaxAge(this.#policy(projectId).rotationPeriod);
   }
 
+  /** Whether the project's ring is loaded (`ring` answers). */
+  has(projectId: string): boolean {
+    return this.#loaded.has(projectId);
+  }
+
   /** The loaded ring of a project; throws `unavailable` if `load` never ran for it. */
   ring(projectId: string): KeyRing {
     const ring = this.#loaded.get(projectId)?.ring;

@@ -284,6 +284,21 @@ describe("projects", () => {
     expect((await jwks("beta.tokens.example.test")).keys.map((k) => k.alg)).toEqual(["RS256", "RS256"]);
   });
 
+  test("until a new project's keys are loaded, its hosts answer as the default project's, never with an error", async () => {
+    const host = "gamma.tokens.example.test";
+    const before = await jwks(PUBLIC.replace("https://", ""));
+    const record = await createProject(t.ctx.store, { slug: "gamma", name: "Gamma" }, t.ctx.config, t.clock.now());
+    // The moment of a tick between reading the projects and loading the new one's keys.
+    await t.ctx.projects.refresh();
+    expect(t.ctx.keys.has(record.id)).toBe(false);
+    expect((await discovery(host)).issuer).toBe(PUBLIC);
+    expect(await jwks(host)).toEqual(before);
+    await t.ctx.keys.tick();
+    expect(t.ctx.keys.has(record.id)).toBe(true);
+    expect((await discovery(host)).issuer).toBe(`https://${host}`);
+    expect((await jwks(host)).keys.map((k) => k.kid)).not.toEqual(before.keys.map((k) => k.kid));
+  });
+
   test("slugs are DNS labels, unique, and 'default' is reserved", async () => {
     for (const slug of ["default", "Acme", "-x", "a_b", "a".repeat(64)]) {
       await expect(createProject(t.ctx.store, { slug, name: "x" }, t.ctx.config, t.clock.now())).rejects.toMatchObject({ code: "invalid_request" });

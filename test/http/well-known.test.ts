@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decodeJwt } from "jose";
 import type { SigningAlg } from "../../src/config/schema.ts";
+import { AppError } from "../../src/errors.ts";
 import { buildTestApp, createProviderAndClient, type TestApp } from "../helpers/app.ts";
 import { json, mediaType } from "./support.ts";
 
@@ -126,6 +127,23 @@ describe("JWKS caching and lifecycle", () => {
   const jwks = (headers: Record<string, string> = {}, path = "/.well-known/jwks") => t.request("GET", path, undefined, headers);
   const kids = async () => (await json<{ keys: Jwk[] }>(await jwks())).keys.map((k) => k.kid);
   const keyList = async () => (await json<{ items: { kid: string; state: string }[] }>(await t.api("GET", "/v1/keys"))).items;
+
+  test("a failure on the direct discovery path is answered as every error is: status and {code, message}", async () => {
+    const ring = t.ctx.keys.ring.bind(t.ctx.keys);
+    t.ctx.keys.ring = () => {
+      throw new AppError("unavailable", "Signing keys are not loaded yet.");
+    };
+    try {
+      for (const path of ["/.well-known/jwks", "/.well-known/openid-configuration"]) {
+        const res = await jwks({}, path);
+        expect(res.status).toBe(503);
+        expect(await res.json()).toEqual({ code: "unavailable", message: "Signing keys are not loaded yet." });
+      }
+    } finally {
+      t.ctx.keys.ring = ring;
+    }
+    expect((await jwks()).status).toBe(200);
+  });
 
   test("carries Cache-Control max-age, an ETag, CORS and a JWK set media type", async () => {
     const res = await jwks();
