@@ -27,7 +27,7 @@ export async function authenticate(store: Store, authorization: string | null, n
     throw new AppError("unauthorized", "Missing API key: send 'Authorization: Bearer <API key>'.", challenge);
   }
   if (match === null) throw new AppError("unauthorized", "Malformed Authorization header: expected 'Bearer <API key>'.", challenge);
-  const hash = await hashSecret(match[1] as string);
+  const hash = hashSecret(match[1] as string);
   const record = await store.getApiKeyByHash(hash);
   const invalid = { ...challenge, "www-authenticate": 'Bearer realm="tokenmint", error="invalid_token"' };
   if (record === undefined || !timingSafeEqual(record.hash, hash) || record.revokedAt !== undefined) {
@@ -54,7 +54,7 @@ export async function createApiKey(
     id: uuidv7(now),
     projectId,
     name,
-    hash: await hashSecret(secret),
+    hash: hashSecret(secret),
     createdAt: now,
     ...(expiresIn !== undefined ? { expiresAt: now + expiresIn * 1000 } : {}),
   };
@@ -64,7 +64,7 @@ export async function createApiKey(
 
 /** Registers the bootstrap key if its hash is not known yet; true when it was added. */
 export async function ensureBootstrapApiKey(store: Store, projectId: string, secret: string, now: number): Promise<boolean> {
-  if ((await store.getApiKeyByHash(await hashSecret(secret))) !== undefined) return false;
+  if ((await store.getApiKeyByHash(hashSecret(secret))) !== undefined) return false;
   try {
     await createApiKey(store, projectId, "bootstrap", now, undefined, secret);
     return true;

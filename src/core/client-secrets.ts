@@ -36,7 +36,7 @@ export async function createClientSecret(
 ): Promise<{ record: ClientSecretRecord; secret: string }> {
   await getClient(store, projectId, providerId, clientId);
   const secret = generateClientSecret();
-  const record: ClientSecretRecord = { id: uuidv7(now), projectId, clientId, hash: await hashSecret(secret), lastFour: secret.slice(-4), createdAt: now };
+  const record: ClientSecretRecord = { id: uuidv7(now), projectId, clientId, hash: hashSecret(secret), lastFour: secret.slice(-4), createdAt: now };
   try {
     await store.createClientSecret(record, MAX_CLIENT_SECRETS);
   } catch (error) {
@@ -70,7 +70,7 @@ export async function revokeClientSecret(store: Store, projectId: string, provid
 
 /** True when `presented` is one of the client's secrets. Every stored hash is compared, in constant time. */
 export async function clientSecretMatches(store: Store, client: ClientRecord, presented: string): Promise<boolean> {
-  const hash = await hashSecret(presented);
+  const hash = hashSecret(presented);
   let matched = false;
   for (const stored of await store.listClientSecrets(client.projectId, client.id)) matched = timingSafeEqual(stored.hash, hash) || matched;
   return matched;
