@@ -11,7 +11,7 @@ import { auth, type Principals } from "./http/plugins/auth.ts";
 import { bodyParser } from "./http/plugins/body-parser.ts";
 import { errorHandler } from "./http/plugins/error-handler.ts";
 import { recordRequest, requestLog } from "./http/plugins/request-log.ts";
-import type { RouteDef, RouteInput } from "./http/route.ts";
+import { pathOf, type RouteDef, type RouteInput } from "./http/route.ts";
 import { healthRoutes } from "./http/routes/health.ts";
 import { oauthRoutes } from "./http/routes/oauth.ts";
 import { clientJwksRoutes } from "./http/routes/v1/client-jwks.ts";
@@ -87,14 +87,6 @@ export function buildApp(ctx: AppContext, routes: RouteDef[] = routeTable(ctx)) 
 }
 
 export type App = ReturnType<typeof buildApp>;
-
-/** The path of a request URL without building a URL object (the hot path of verifiers). */
-function pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start === -1) return "/";
-  const query = url.indexOf("?", start);
-  return url.slice(start, query === -1 ? undefined : query);
-}
 
 /**
  * The fetch handler `serve` listens with, and the app behind it. The discovery and JWKS GETs,

@@ -55,6 +55,20 @@ export function matchPath(routes: readonly Pick<RouteDef, "method" | "path">[], 
 }
 
 /**
+ * The path of a request URL, without building a URL object (every request asks for it). A
+ * request's `url` is already serialized, its path normalized, so this is its URL's `pathname`:
+ * up to the query or fragment.
+ */
+export function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start === -1) return "/";
+  let end = url.indexOf("?", start);
+  if (end === -1) end = url.length;
+  const fragment = url.indexOf("#", start);
+  return url.slice(start, fragment !== -1 && fragment < end ? fragment : end);
+}
+
+/**
  * Paths of the OAuth endpoints. Their bodies are form-encoded and their errors take the RFC 6749
  * form `{error, error_description}`; body-parser.ts, error-handler.ts and openapi.ts decide by this.
  */

@@ -51,6 +51,8 @@ const MALFORMED_BASIC = "Malformed Authorization header: expected 'Basic base64(
 
 /** application/x-www-form-urlencoded decoding of one Basic credential (RFC 6749 §2.3.1). */
 function formDecode(value: string): string {
+  // Most credentials are plain base64url or UUID text: nothing to decode.
+  if (!value.includes("%") && !value.includes("+")) return value;
   try {
     return decodeURIComponent(value.replaceAll("+", " "));
   } catch {

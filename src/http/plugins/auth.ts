@@ -7,6 +7,7 @@ import { Elysia } from "elysia";
 import { authenticate, type Principal } from "../../core/api-keys.ts";
 import type { AppContext } from "../../context.ts";
 import { AppError } from "../../errors.ts";
+import { pathOf } from "../route.ts";
 
 /** Principals of in-flight requests; one map per app, never global. */
 export type Principals = WeakMap<Request, Principal>;
@@ -16,7 +17,6 @@ export const isManagementPath = (pathname: string) => pathname === "/v1" || path
 export const auth = (ctx: AppContext, principals: Principals) =>
   new Elysia({ name: "auth" }).onRequest(async ({ request }) => {
     if (ctx.draining) throw new AppError("unavailable", "The service is shutting down; retry on another instance or shortly.", { "retry-after": "1" });
-    const pathname = new URL(request.url).pathname;
-    if (!isManagementPath(pathname)) return;
+    if (!isManagementPath(pathOf(request.url))) return;
     principals.set(request, await authenticate(ctx.store, request.headers.get("authorization"), ctx.clock.now()));
   });

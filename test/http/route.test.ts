@@ -1,0 +1,23 @@
+import { describe, expect, test } from "bun:test";
+import { pathOf } from "../../src/http/route.ts";
+
+describe("pathOf", () => {
+  test("is the pathname of a request's URL, query and host excluded", () => {
+    for (const url of [
+      "http://127.0.0.1:8080/v1/providers",
+      "https://tokens.example.test/.well-known/jwks?x=1&y=/z",
+      "http://h/",
+      "http://h",
+      "http://h?q=/v1",
+      "http://h/oauth//token",
+      "http://h/a/../v1/providers/%2e%2e/x",
+      "http://h/caf%C3%A9/t%20x",
+      "http://user:pw@h:1/v1/project#frag",
+      "http://h/v1/project#f?x",
+      "http://h/v1/project?x#f",
+    ]) {
+      const request = new Request(url);
+      expect(pathOf(request.url)).toBe(new URL(request.url).pathname);
+    }
+  });
+});
