@@ -60,8 +60,10 @@ export function matchPath(routes: readonly Pick<RouteDef, "method" | "path">[], 
  * up to the query or fragment.
  */
 export function pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start === -1) return "/";
+  const authority = url.indexOf("//") + 2;
+  let start = authority;
+  while (start < url.length && url[start] !== "/" && url[start] !== "?" && url[start] !== "#") start++;
+  if (url[start] !== "/") return "/";
   let end = url.indexOf("?", start);
   if (end === -1) end = url.length;
   const fragment = url.indexOf("#", start);

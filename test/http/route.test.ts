@@ -20,4 +20,11 @@ describe("pathOf", () => {
       expect(pathOf(request.url)).toBe(new URL(request.url).pathname);
     }
   });
+
+  test("a URL without a path is '/', even when its query or fragment holds a slash", () => {
+    for (const url of ["http://h", "http://h:8080", "http://h?q=/v1", "http://h#/v1/x", "http://u@h?x=//a/b"]) {
+      expect(pathOf(url)).toBe("/");
+      expect(new URL(url).pathname).toBe("/");
+    }
+  });
 });
