@@ -31,7 +31,7 @@ export class ProjectDirectory {
   #byHost = new Map<string, HostMatch>();
 
   /** `serves` tells whether a project's hosts may be matched yet (startup.ts: its key ring is loaded). */
-  constructor(store: Store, instance: InstanceSettings, defaultProjectId: string, serves: (projectId: string) => boolean = () => true) {
+  constructor(store: Store, instance: InstanceSettings, defaultProjectId: string, serves: (projectId: string) => boolean) {
     this.#store = store;
     this.#instance = instance;
     this.#defaultId = defaultProjectId;

@@ -13,6 +13,7 @@ import { clientCredentialsToken } from "../../core/oauth/client-credentials.ts";
 import { introspectToken } from "../../core/oauth/introspection.ts";
 import { revokeAccessToken } from "../../core/oauth/revocation.ts";
 import { VerificationKeySets, type TokenProject } from "../../core/oauth/token-status.ts";
+import type { ResolvedProject } from "../../core/projects.ts";
 import type { AppContext } from "../../context.ts";
 import { OAuthIntrospectionResponse, OAuthTokenRequest, OAuthTokenResponse, OAuthTokenStatusRequest } from "../../schemas/oauth.ts";
 import { requestHost, type RouteDef } from "../route.ts";
@@ -43,12 +44,17 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
     if (options === undefined) audiences.set(url, (options = assertionAudiences(url)));
     return options;
   };
-  /** The project a request's Host names; its tokens carry the issuer of its own host or of its custom domain. */
-  const project = (request: Request): { project: TokenProject; auth: ClientAuthOptions } => {
+  /** The project a request's Host names, that host's URL (the issuer of tokens asked there) and the assertion audiences it accepts. */
+  const at = (request: Request): { project: ResolvedProject; url: string; auth: ClientAuthOptions } => {
     const { project, url } = ctx.projects.resolveHost(requestHost(request));
-    const issuers = project.customUrl === undefined ? [project.url] : [project.url, project.customUrl];
-    return { project: { projectId: project.id, issuers, ring: ctx.keys.ring(project.id) }, auth: audiencesOf(url) };
+    return { project, url, auth: audiencesOf(url) };
   };
+  /** The tokens a project accepts back: those of its own host and of its custom domain, under its current keys. */
+  const accepted = (project: ResolvedProject): TokenProject => ({
+    projectId: project.id,
+    issuers: project.customUrl === undefined ? [project.url] : [project.url, project.customUrl],
+    ring: ctx.keys.ring(project.id),
+  });
   return [
     {
       method: "POST",
@@ -60,8 +66,8 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       success: { status: 200, schema: OAuthTokenResponse, description: "`{access_token, token_type, expires_in}` (`Cache-Control: no-store`)." },
       errors: [400, 401, 413],
       handler: async ({ body, request, set }) => {
-        const { project, url } = ctx.projects.resolveHost(requestHost(request));
-        const answer = await clientCredentialsToken(ctx, project, url, request.headers.get("authorization"), body as OAuthTokenRequest, audiencesOf(url));
+        const { project, url, auth } = at(request);
+        const answer = await clientCredentialsToken(ctx, project, url, request.headers.get("authorization"), body as OAuthTokenRequest, auth);
         Object.assign(set.headers, NO_STORE);
         return answer;
       },
@@ -80,8 +86,8 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       },
       errors: [400, 401, 413],
       handler: async ({ body, request, set }) => {
-        const target = project(request);
-        const answer = await introspectToken(deps, target.project, request.headers.get("authorization"), body as OAuthTokenStatusRequest, target.auth);
+        const { project, auth } = at(request);
+        const answer = await introspectToken(deps, accepted(project), request.headers.get("authorization"), body as OAuthTokenStatusRequest, auth);
         Object.assign(set.headers, NO_STORE);
         return answer;
       },
@@ -96,8 +102,8 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       success: { status: 200, description: "Empty body: the token is revoked, or was never an active token (`Cache-Control: no-store`)." },
       errors: [400, 401, 413],
       handler: async ({ body, request }) => {
-        const target = project(request);
-        await revokeAccessToken(deps, target.project, request.headers.get("authorization"), body as OAuthTokenStatusRequest, target.auth);
+        const { project, auth } = at(request);
+        await revokeAccessToken(deps, accepted(project), request.headers.get("authorization"), body as OAuthTokenStatusRequest, auth);
         return new Response(null, { status: 200, headers: NO_STORE });
       },
     },
