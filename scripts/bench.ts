@@ -21,7 +21,9 @@
  * `openssl speed` (all cores), the HTTP floor (a trivial Elysia server parsing the same JSON, in
  * as many processes as the service's workers, its GET answer as long as the JWKS), the ceiling
  * that floor and signing leave (1 ÷ (1/floor + 1/signing), the tokens/s if a token cost one floor
- * request and one signature and nothing more),
+ * request and one signature and nothing more), the signing floor of each algorithm (the same
+ * floor answering with a real token signed inline by the service's signer: that ceiling measured,
+ * its rate and its latency at 80 % of its peak, like the service's),
  * and unless --no-peer the peer: panva's oidc-provider under Node, installed from npm into a temp
  * directory, issuing JWT access tokens by client credentials with the same wrk settings as
  * tokenmint's `/oauth/token` (a peer token is verified against its JWKS first).
@@ -39,7 +41,7 @@ import { cpus, tmpdir } from "node:os";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { createRemoteJWKSet, jwtVerify } from "jose";
+import { createRemoteJWKSet, importJWK, jwtVerify, type JWK } from "jose";
 import { installPeer, PEER_CLIENT, startPeer, type PeerInstall } from "./bench/peer.ts";
 import { haveWrk, runWrk, type LoadResult, type LoadSpec } from "./bench/wrk.ts";
 
@@ -376,6 +378,33 @@ async function benchFloor(getBytes: number): Promise<Record<string, Measured>> {
   }
 }
 
+/**
+ * The signing floor of `alg`: the floor's processes answering each POST with a real token signed
+ * inline with the service's signer (scripts/bench/floor.ts). One of its tokens is verified against
+ * its key first. Loaded like the service's token route, and paced at PACED_SHARE of its peak, so
+ * both the rate and the tail an issuer doing nothing but HTTP and signing gets here stand beside
+ * tokenmint's.
+ */
+async function benchSigningFloor(alg: Alg): Promise<{ figure: Measured; paced: Paced }> {
+  const port = await freePort();
+  const server = Bun.spawn([process.execPath, join(root, "scripts", "bench", "floor.ts"), String(port), String(cpus().length), "0", alg], { stdout: "ignore", stderr: "inherit" });
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    await waitReady(`${base}/key`, server);
+    const headers = { authorization: "Bearer floor-floor-floor-floor-floor-floor", "content-type": "application/json" };
+    const spec = { url: `${base}/tokens`, method: "POST" as const, body: JSON.stringify({ expiresIn: 600 }), headers };
+    const key = await importJWK((await (await fetch(`${base}/key`)).json()) as JWK);
+    const token = ((await (await fetch(spec.url, { method: "POST", headers, body: spec.body })).json()) as { accessToken: string }).accessToken;
+    const { protectedHeader } = await jwtVerify(token, key, { audience: "https://bench.example" });
+    if (protectedHeader.alg !== alg) throw new Error(`the signing floor signed with ${protectedHeader.alg}, not ${alg}`);
+    const figure = await measure(server.pid, spec);
+    return { figure, paced: await measurePaced(server.pid, spec, figure.perSecond) };
+  } finally {
+    server.kill("SIGTERM");
+    await server.exited;
+  }
+}
+
 /** Output of scripts/bench-signers.ts --json. */
 interface SignerRun {
   libcrypto: { available: boolean; version?: string; reason?: string };
@@ -497,6 +526,11 @@ for (const alg of ALGS) {
   if (alg === "RS256") jwksBytes = run.jwksBytes;
 }
 Object.assign(figures, await benchFloor(jwksBytes));
+for (const alg of ALGS) {
+  const run = await benchSigningFloor(alg);
+  figures[`floor+sign ${alg}`] = run.figure;
+  paced[`floor+sign ${alg}`] = run.paced;
+}
 let peer: { version: string; workers: number } | { skipped: string } = { skipped: "--no-peer" };
 if (!values["no-peer"]) {
   let install: PeerInstall | undefined;
@@ -536,6 +570,13 @@ for (const alg of ALGS) {
   ratios[`tokens ${alg} / runtime sign`] = ratio(tps, runtime[alg]);
   ratios[`tokens ${alg} / HTTP floor`] = ratio(tps, figures["floor POST"]?.perSecond);
   ratios[`oauth ${alg} / peer`] = ratio(figures[`tokens ${alg} oauth`]?.perSecond, figures[`peer ${alg}`]?.perSecond);
+  // The signing floor: what the service's own work costs, and how far each target can be reached at all.
+  const signingFloor = figures[`floor+sign ${alg}`]?.perSecond;
+  ratios[`tokens ${alg} / floor+sign`] = ratio(tps, signingFloor);
+  ratios[`oauth ${alg} / floor+sign`] = ratio(figures[`tokens ${alg} oauth`]?.perSecond, signingFloor);
+  ratios[`floor+sign ${alg} / openssl sign`] = ratio(signingFloor, openssl[alg]);
+  ratios[`floor+sign ${alg} / HTTP floor`] = ratio(signingFloor, floorPost);
+  ratios[`floor+sign ${alg} / peer`] = ratio(signingFloor, figures[`peer ${alg}`]?.perSecond);
 }
 ratios["jwks / HTTP floor"] = ratio(figures.jwks?.perSecond, figures["floor GET"]?.perSecond);
 ratios["discovery / HTTP floor"] = ratio(figures.discovery?.perSecond, figures["floor GET"]?.perSecond);
