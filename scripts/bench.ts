@@ -22,8 +22,8 @@
  * as many processes as the service's workers, its GET answer as long as the JWKS), the ceiling
  * that floor and signing leave (1 ÷ (1/floor + 1/signing), the tokens/s if a token cost one floor
  * request and one signature and nothing more), the signing floor of each algorithm (the same
- * floor answering with a real token signed inline by the service's signer: that ceiling measured,
- * its rate and its latency at 80 % of its peak, like the service's),
+ * floor answering with a real token signed inline by the service's signer: the ceiling's work
+ * done for real, its rate and its latency at 80 % of its peak, like the service's),
  * and unless --no-peer the peer: panva's oidc-provider under Node, installed from npm into a temp
  * directory, issuing JWT access tokens by client credentials with the same wrk settings as
  * tokenmint's `/oauth/token` (a peer token is verified against its JWKS first).
@@ -570,7 +570,7 @@ for (const alg of ALGS) {
   ratios[`tokens ${alg} / runtime sign`] = ratio(tps, runtime[alg]);
   ratios[`tokens ${alg} / HTTP floor`] = ratio(tps, figures["floor POST"]?.perSecond);
   ratios[`oauth ${alg} / peer`] = ratio(figures[`tokens ${alg} oauth`]?.perSecond, figures[`peer ${alg}`]?.perSecond);
-  // The signing floor: what the service's own work costs, and how far each target can be reached at all.
+  // The signing floor: what the service's own work costs, and what an issuer doing only HTTP and signing reaches against each target's baseline.
   const signingFloor = figures[`floor+sign ${alg}`]?.perSecond;
   ratios[`tokens ${alg} / floor+sign`] = ratio(tps, signingFloor);
   ratios[`oauth ${alg} / floor+sign`] = ratio(figures[`tokens ${alg} oauth`]?.perSecond, signingFloor);
