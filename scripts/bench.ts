@@ -357,6 +357,14 @@ async function benchAlg(alg: Alg): Promise<{ figures: Record<string, Measured>; 
   }
 }
 
+/** The floors' POST: the token route's body and headers, at a floor listening on `base`. */
+const floorPostSpec = (base: string) => ({
+  url: `${base}/tokens`,
+  method: "POST" as const,
+  body: JSON.stringify({ expiresIn: 600 }),
+  headers: { authorization: "Bearer floor-floor-floor-floor-floor-floor", "content-type": "application/json" },
+});
+
 /** The floor, in as many processes as the service's default workers (one per core), its GET answer as long as the JWKS. */
 async function benchFloor(getBytes: number): Promise<Record<string, Measured>> {
   const port = await freePort();
@@ -367,9 +375,8 @@ async function benchFloor(getBytes: number): Promise<Record<string, Measured>> {
   try {
     const base = `http://127.0.0.1:${port}`;
     await waitReady(`${base}/jwks`, server);
-    const headers = { authorization: "Bearer floor-floor-floor-floor-floor-floor", "content-type": "application/json" };
     return {
-      "floor POST": await measure(server.pid, { url: `${base}/tokens`, method: "POST", body: JSON.stringify({ expiresIn: 600 }), headers }),
+      "floor POST": await measure(server.pid, floorPostSpec(base)),
       "floor GET": await measure(server.pid, { url: `${base}/jwks` }),
     };
   } finally {
@@ -391,10 +398,9 @@ async function benchSigningFloor(alg: Alg): Promise<{ figure: Measured; paced: P
   try {
     const base = `http://127.0.0.1:${port}`;
     await waitReady(`${base}/key`, server);
-    const headers = { authorization: "Bearer floor-floor-floor-floor-floor-floor", "content-type": "application/json" };
-    const spec = { url: `${base}/tokens`, method: "POST" as const, body: JSON.stringify({ expiresIn: 600 }), headers };
+    const spec = floorPostSpec(base);
     const key = await importJWK((await (await fetch(`${base}/key`)).json()) as JWK);
-    const token = ((await (await fetch(spec.url, { method: "POST", headers, body: spec.body })).json()) as { accessToken: string }).accessToken;
+    const token = ((await (await fetch(spec.url, { method: "POST", headers: spec.headers, body: spec.body })).json()) as { accessToken: string }).accessToken;
     const { protectedHeader } = await jwtVerify(token, key, { audience: "https://bench.example" });
     if (protectedHeader.alg !== alg) throw new Error(`the signing floor signed with ${protectedHeader.alg}, not ${alg}`);
     const figure = await measure(server.pid, spec);

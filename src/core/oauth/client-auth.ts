@@ -14,6 +14,7 @@ import type { AppContext } from "../../context.ts";
 import type { ClientRecord, Store } from "../../store/store.ts";
 import { clientSecretMatches } from "../client-secrets.ts";
 import { isUuid } from "../ids.ts";
+import { decodeUtf8Strict } from "../utf8.ts";
 import { assertionClientId, CLIENT_ASSERTION_TYPE, NO_CLIENT_KEYS, verifyClientAssertion, type AssertionCheck } from "./client-assertion.ts";
 import { invalidClient, OAuthError } from "./errors.ts";
 
@@ -44,9 +45,6 @@ export interface ClientAuthOptions {
   assertionAudiences: readonly string[];
 }
 
-/** Refuses bytes that are not UTF-8 (it keeps no state between calls, so one serves every request). */
-const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
-
 const MALFORMED_BASIC = "Malformed Authorization header: expected 'Basic base64(urlencode(client_id):urlencode(client_secret))'.";
 
 /** application/x-www-form-urlencoded decoding of one Basic credential (RFC 6749 §2.3.1). */
@@ -69,7 +67,7 @@ export function parseBasicCredentials(authorization: string): { clientId: string
     const binary = atob(match[1] as string);
     const bytes = new Uint8Array(binary.length);
     for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-    decoded = STRICT_UTF8.decode(bytes);
+    decoded = decodeUtf8Strict(bytes);
   } catch {
     throw invalidClient(MALFORMED_BASIC);
   }

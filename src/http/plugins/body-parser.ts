@@ -7,6 +7,7 @@
  * §3.2 requires: anything else is 400. Runs before validation.
  */
 import { Elysia } from "elysia";
+import { decodeUtf8Strict } from "../../core/utf8.ts";
 import { AppError } from "../../errors.ts";
 import { trimTextFields } from "../../schemas/common.ts";
 import { isOAuthPath } from "../route.ts";
@@ -23,12 +24,9 @@ async function readBody(request: Request, maxBytes: number): Promise<Uint8Array>
   return bytes;
 }
 
-/** Refuses bytes that are not UTF-8 (it keeps no state between calls, so one serves every request). */
-const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
-
 function utf8(bytes: Uint8Array): string {
   try {
-    return STRICT_UTF8.decode(bytes);
+    return decodeUtf8Strict(bytes);
   } catch {
     throw new AppError("invalid_request", "The request body is not valid UTF-8.");
   }
