@@ -7,11 +7,12 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "./context.ts";
 import { openApiDocument } from "./http/openapi.ts";
+import { directLane } from "./http/direct.ts";
 import { auth, type Principals } from "./http/plugins/auth.ts";
 import { bodyParser } from "./http/plugins/body-parser.ts";
 import { errorHandler } from "./http/plugins/error-handler.ts";
-import { recordRequest, requestLog } from "./http/plugins/request-log.ts";
-import { pathOf, type RouteDef, type RouteInput } from "./http/route.ts";
+import { requestLog } from "./http/plugins/request-log.ts";
+import { type RouteDef, type RouteInput } from "./http/route.ts";
 import { healthRoutes } from "./http/routes/health.ts";
 import { oauthRoutes } from "./http/routes/oauth.ts";
 import { clientJwksRoutes } from "./http/routes/v1/client-jwks.ts";
@@ -89,34 +90,19 @@ export function buildApp(ctx: AppContext, routes: RouteDef[] = routeTable(ctx)) 
 export type App = ReturnType<typeof buildApp>;
 
 /**
- * The fetch handler `serve` listens with, and the app behind it. The discovery and JWKS GETs,
- * what verifiers ask most, are answered by their routes directly, without Elysia's hooks: they
- * have no body and no authentication and are never logged, so the hooks would only cost time. They
- * still count in the HTTP metrics, and while the process drains, or if the route throws, they go
- * the full way (503, or the error's own answer).
- * Everything else goes through the app. Every answer leaves at the end of the loop's turn, with
- * the others of that turn (runtime/end-of-turn.ts).
+ * The fetch handler `serve` listens with, and the app behind it. The routes asked most, token
+ * issuance and discovery, are answered by the direct lane (http/direct.ts), without Elysia's
+ * per-request pipeline, whenever all goes well; the app answers everything else, refusals of those
+ * routes included. Every answer leaves at the end of the loop's turn, with the others of that
+ * turn (runtime/end-of-turn.ts).
  */
 export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Request) => Response | Promise<Response> } {
   const routes = routeTable(ctx);
   const app = buildApp(ctx, routes);
-  const direct = new Map(routes.filter((r) => r.method === "GET" && r.tag === "discovery").map((r) => [r.path, r]));
+  const direct = directLane(ctx, routes, app);
   const fetch = (request: Request): Response | Promise<Response> => {
-    const route = request.method === "GET" && !ctx.draining ? direct.get(pathOf(request.url)) : undefined;
-    if (route === undefined) {
-      const answer = app.handle(request);
-      return answer instanceof Promise ? releaseAtEndOfTurn(answer) : answer;
-    }
-    const started = performance.now();
-    let response: Response;
-    try {
-      response = route.handler({ params: {}, query: {}, body: undefined, request, principal: { projectId: "", apiKeyId: "" }, set: { headers: {} } }) as Response;
-    } catch {
-      // What a route throws is answered as every other error: the app's error handler does it.
-      return releaseAtEndOfTurn(Promise.resolve(app.handle(request)));
-    }
-    recordRequest(ctx.metrics, "GET", route.path, response.status, performance.now() - started);
-    return answerAtEndOfTurn(response);
+    const answer = direct(request) ?? app.handle(request);
+    return answer instanceof Promise ? releaseAtEndOfTurn(answer) : answerAtEndOfTurn(answer);
   };
   return { app, fetch };
 }

@@ -17,7 +17,7 @@ export interface RouteInput {
   request: Request;
   /** Set for authenticated routes. */
   principal: Principal;
-  set: { status?: number | string; headers: Record<string, string | number> };
+  set: { status?: number; headers: Record<string, string | number> };
 }
 
 export interface RouteDef {
@@ -35,6 +35,11 @@ export interface RouteDef {
   success: { status: number; schema?: TSchema; description: string };
   /** Error codes this route can answer besides the universal ones. */
   errors: number[];
+  /**
+   * Answered by the direct lane (http/direct.ts) when all goes well: the routes asked most. Such a
+   * route has no query schema and answers a Response or a JSON object.
+   */
+  direct?: boolean;
   handler(input: RouteInput): unknown | Promise<unknown>;
 }
 

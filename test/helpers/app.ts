@@ -48,7 +48,7 @@ export interface TestAppOptions {
 export interface TestApp {
   ctx: AppContext;
   app: App;
-  /** The fetch handler `serve` listens with: the app, with the direct path for discovery and JWKS. */
+  /** The fetch handler `serve` listens with: the app, with the direct lane for token issuance and discovery. */
   fetch: (request: Request) => Response | Promise<Response>;
   clock: FakeClock;
   apiKey: string;

@@ -32,11 +32,10 @@ function utf8(bytes: Uint8Array): string {
   }
 }
 
-/** Parses a request body per the contract, or throws the matching AppError. */
-export async function parseJsonBody(request: Request, maxBytes: number): Promise<unknown> {
-  const bytes = await readBody(request, maxBytes);
+/** The body's bytes parsed per the contract, or the matching AppError (empty is `{}`). */
+export function parseJsonBytes(bytes: Uint8Array, contentType: string | null): unknown {
   if (bytes.byteLength === 0) return {};
-  if (!JSON_TYPE.test(request.headers.get("content-type") ?? "")) {
+  if (!JSON_TYPE.test(contentType ?? "")) {
     throw new AppError("unsupported_media_type", "The request body must be JSON, sent with 'Content-Type: application/json'.");
   }
   const text = utf8(bytes);
@@ -49,15 +48,19 @@ export async function parseJsonBody(request: Request, maxBytes: number): Promise
   return trimTextFields(parsed);
 }
 
+/** Parses a request body per the contract, or throws the matching AppError. */
+export async function parseJsonBody(request: Request, maxBytes: number): Promise<unknown> {
+  return parseJsonBytes(await readBody(request, maxBytes), request.headers.get("content-type"));
+}
+
 /**
- * Parses a form-encoded body into parameters: an empty value counts as absent and a repeated
+ * Parses form-encoded bytes into parameters: an empty value counts as absent and a repeated
  * parameter becomes a list, which validation refuses for the parameters it knows (RFC 6749 §3.1,
  * §3.2). Built with Object.fromEntries, so a parameter named `__proto__` is just a name.
  */
-export async function parseFormBody(request: Request, maxBytes: number): Promise<Record<string, string | string[]>> {
-  const bytes = await readBody(request, maxBytes);
+export function parseFormBytes(bytes: Uint8Array, contentType: string | null): Record<string, string | string[]> {
   if (bytes.byteLength === 0) return {};
-  if (!FORM_TYPE.test(request.headers.get("content-type") ?? "")) {
+  if (!FORM_TYPE.test(contentType ?? "")) {
     throw new AppError("invalid_request", "The request body must be form-encoded, sent with 'Content-Type: application/x-www-form-urlencoded' (RFC 6749).");
   }
   const params = new Map<string, string[]>();
@@ -68,6 +71,11 @@ export async function parseFormBody(request: Request, maxBytes: number): Promise
     else values.push(value);
   }
   return Object.fromEntries([...params].map(([name, values]) => [name, values.length === 1 ? (values[0] as string) : values]));
+}
+
+/** Parses a form-encoded request body (parseFormBytes), or throws the matching AppError. */
+export async function parseFormBody(request: Request, maxBytes: number): Promise<Record<string, string | string[]>> {
+  return parseFormBytes(await readBody(request, maxBytes), request.headers.get("content-type"));
 }
 
 /** Registers the parser for every route: form for OAuth paths, JSON for the rest. */

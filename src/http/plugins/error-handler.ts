@@ -11,7 +11,7 @@ import { toOAuthErrorResponse } from "../../core/oauth/errors.ts";
 import { AppError, ERROR_TABLE, toErrorResponse } from "../../errors.ts";
 import type { Logger } from "../../logging/logger.ts";
 import { StoreError } from "../../store/store.ts";
-import { isOAuthPath, matchPath, type RouteDef } from "../route.ts";
+import { isOAuthPath, matchPath, pathOf, type RouteDef } from "../route.ts";
 
 interface ValueErrorLike {
   path: string;
@@ -66,20 +66,37 @@ export function toAppError(error: unknown, code: string, method: string, url: st
   return error;
 }
 
+/** An error's answer: status, headers and body. */
+export interface ErrorAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/**
+ * The answer to `error`, thrown while answering `request` (Elysia's error `code`, or `UNKNOWN`),
+ * in the form its path takes; a 5xx is logged with its stack. The error hook and the direct lane
+ * (http/direct.ts) both answer through this.
+ */
+export function errorAnswer(logger: Logger, routes: readonly RouteDef[], error: unknown, code: string, request: Request, route: string | undefined): ErrorAnswer {
+  const mapped = toAppError(error, code, request.method, request.url, routes);
+  const answer = isOAuthPath(pathOf(request.url)) ? toOAuthErrorResponse(mapped) : toErrorResponse(mapped);
+  if (answer.status >= 500) {
+    logger.error("request failed", {
+      method: request.method,
+      route: route || undefined,
+      status: answer.status,
+      error: mapped instanceof Error ? mapped.name : "unknown",
+      stack: mapped instanceof Error ? mapped.stack : undefined,
+    });
+  }
+  return { ...answer, headers: { ...answer.headers, "content-type": "application/json" } };
+}
+
 export const errorHandler = (logger: Logger, routes: readonly RouteDef[]) =>
   new Elysia({ name: "error-handler" }).onError({ as: "global" }, ({ code, error, request, set, route }) => {
-    const mapped = toAppError(error, String(code), request.method, request.url, routes);
-    const { status, headers, body } = isOAuthPath(new URL(request.url).pathname) ? toOAuthErrorResponse(mapped) : toErrorResponse(mapped);
-    if (status >= 500) {
-      logger.error("request failed", {
-        method: request.method,
-        route: route || undefined,
-        status,
-        error: mapped instanceof Error ? mapped.name : "unknown",
-        stack: mapped instanceof Error ? mapped.stack : undefined,
-      });
-    }
+    const { status, headers, body } = errorAnswer(logger, routes, error, String(code), request, route);
     set.status = status;
-    Object.assign(set.headers, headers, { "content-type": "application/json" });
+    Object.assign(set.headers, headers);
     return body;
   });

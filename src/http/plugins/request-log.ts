@@ -20,11 +20,29 @@ export const UNMATCHED_ROUTE = "(unmatched)";
 /** What the request log records into; only the HTTP metrics. */
 export type HttpMetrics = Pick<ServiceMetrics, "httpRequests" | "httpDuration">;
 
-/** Counts one answered request and its duration: the request log's hook and the direct discovery path (app.ts) both record through this. */
+/** Counts one answered request and its duration (logRequest, and the direct lane through it). */
 export function recordRequest(metrics: HttpMetrics, method: string, route: string, status: number, elapsedMs: number | undefined): void {
   const label = methodLabel(method);
   metrics.httpRequests.inc({ method: label, route, status: String(status) });
   if (elapsedMs !== undefined) metrics.httpDuration.observe({ method: label, route }, elapsedMs / 1000);
+}
+
+/**
+ * Records one answered request: its HTTP metrics, and its log line unless its path is never
+ * logged. The request log's hook and the direct lane (http/direct.ts) both go through this.
+ */
+export function logRequest(
+  logger: Logger,
+  metrics: HttpMetrics | undefined,
+  method: string,
+  route: string,
+  pathname: string,
+  status: number,
+  elapsedMs: number | undefined,
+): void {
+  if (metrics !== undefined) recordRequest(metrics, method, route, status, elapsedMs);
+  if (isUnloggedPath(pathname)) return;
+  logger.info("request", { method, route, status, durationMs: elapsedMs === undefined ? undefined : Math.round(elapsedMs * 1000) / 1000 });
 }
 
 export const requestLog = (logger: Logger, routes: readonly RouteDef[], metrics?: HttpMetrics, now: () => number = () => performance.now()) => {
@@ -42,14 +60,6 @@ export const requestLog = (logger: Logger, routes: readonly RouteDef[], metrics?
       // A handler that returns a Response (discovery, 304) sets its status there, not on `set`.
       const status = responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200;
       // A request refused before routing (401, 503) still gets its pattern, never its raw path.
-      const pattern = routeOf(route, path);
-      if (metrics !== undefined) recordRequest(metrics, request.method, pattern, status, elapsedMs);
-      if (isUnloggedPath(path)) return;
-      logger.info("request", {
-        method: request.method,
-        route: pattern,
-        status,
-        durationMs: elapsedMs === undefined ? undefined : Math.round(elapsedMs * 1000) / 1000,
-      });
+      logRequest(logger, metrics, request.method, routeOf(route, path), path, status, elapsedMs);
     });
 };

@@ -62,6 +62,7 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       summary: "OAuth 2.0 token endpoint: client credentials grant (client_secret_basic, client_secret_post or private_key_jwt)",
       tag: "oauth",
       auth: false,
+      direct: true,
       body: OAuthTokenRequest,
       success: { status: 200, schema: OAuthTokenResponse, description: "`{access_token, token_type, expires_in}` (`Cache-Control: no-store`)." },
       errors: [400, 401, 413],

@@ -61,6 +61,7 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     summary: "The JSON Web Key Set that verifies this issuer's tokens",
     tag: "discovery",
     auth: false,
+    direct: true,
     success: { status: 200, description: "`{keys: [...]}` with public members only; supports If-None-Match." },
     errors: [],
     handler: ({ request }) => jwks(request),
@@ -72,6 +73,7 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     summary,
     tag: "discovery",
     auth: false,
+    direct: true,
     success: { status: 200, description: "Discovery document: issuer, jwks_uri, token_endpoint and what they support." },
     errors: [],
     handler: ({ request }) => {

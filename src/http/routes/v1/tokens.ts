@@ -19,6 +19,7 @@ export function tokenRoutes(ctx: AppContext): RouteDef[] {
       summary: "Create an access token for a client",
       tag: "tokens",
       auth: true,
+      direct: true,
       params: ClientParams,
       body: TokenRequest,
       success: { status: 201, schema: AccessToken, description: "A signed JWT access token (`Cache-Control: no-store`)." },

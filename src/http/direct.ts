@@ -1,0 +1,186 @@
+/**
+ * @module http/direct
+ * The direct lane: the routes asked most (token issuance and discovery, `direct` in the route
+ * table) answered without Elysia's per-request pipeline when all goes well. It does what that
+ * pipeline does for them, in the same order and with the same pieces: the API key of a management
+ * path (core/api-keys.ts), the body's size limit and parsing (plugins/body-parser.ts), validation
+ * of the path parameters and the body against the route's own TypeBox schemas (compiled once
+ * here), the handler, validation of its answer, and the metrics and log line of the request
+ * (plugins/request-log.ts). The pipeline's hooks and per-request objects are what it saves.
+ *
+ * Whatever is refused before the handler runs (no valid API key, a body too large or not JSON,
+ * invalid parameters or body, a shutting-down process) goes to the app, with the body put back if
+ * it was read, so every refusal is the app's own answer. What the handler throws is answered by
+ * the error hook's own mapping (plugins/error-handler.ts errorAnswer), as the app would answer it.
+ * Paths are matched exactly: any other spelling (a trailing slash, an encoded segment) goes to
+ * the app too.
+ */
+import type { TSchema } from "@sinclair/typebox";
+import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
+import "elysia"; // registers the string formats (date-time) the compiled checks use
+import { authenticate, type Principal } from "../core/api-keys.ts";
+import type { AppContext } from "../context.ts";
+import { parseFormBytes, parseJsonBytes } from "./plugins/body-parser.ts";
+import { errorAnswer } from "./plugins/error-handler.ts";
+import { logRequest } from "./plugins/request-log.ts";
+import { isManagementPath } from "./plugins/auth.ts";
+import { isOAuthPath, pathOf, type RouteDef, type RouteInput } from "./route.ts";
+
+/** The app the lane hands everything else to. */
+export interface FullPipeline {
+  handle(request: Request): Response | Promise<Response>;
+}
+
+/** A direct route, ready: its compiled checks and how its path is matched. */
+interface Lane {
+  route: RouteDef;
+  /** The route's pattern as a regular expression with one group per parameter, if it has any. */
+  pattern?: RegExp;
+  names: string[];
+  params?: TypeCheck<TSchema>;
+  body?: TypeCheck<TSchema>;
+  answer?: TypeCheck<TSchema>;
+}
+
+/** Thrown when a handler's answer does not match its route's schema: a 500, as in the app. */
+class AnswerMismatch extends Error {
+  override name = "AnswerMismatch";
+}
+
+const NO_PRINCIPAL: Principal = Object.freeze({ projectId: "", apiKeyId: "" });
+
+function prepare(route: RouteDef): Lane {
+  if (route.query !== undefined) throw new Error(`direct route ${route.method} ${route.path} has a query schema`);
+  // The lane reads a body and an API key only for POST: a direct GET must need neither.
+  if (route.method === "GET" ? isManagementPath(route.path) : route.method !== "POST") throw new Error(`direct route ${route.method} ${route.path} is not supported`);
+  const segments = route.path.split("/");
+  const names = segments.filter((s) => s.startsWith(":")).map((s) => s.slice(1));
+  const source = segments.map((s) => (s.startsWith(":") ? "([^/]+)" : s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).join("/");
+  return {
+    route,
+    pattern: names.length === 0 ? undefined : new RegExp(`^${source}$`),
+    names,
+    params: route.params === undefined ? undefined : TypeCompiler.Compile(route.params),
+    body: route.body === undefined ? undefined : TypeCompiler.Compile(route.body),
+    answer: route.success.schema === undefined ? undefined : TypeCompiler.Compile(route.success.schema),
+  };
+}
+
+/**
+ * The direct lane of `routes` (those marked `direct`): a function that answers a request of one of
+ * them, or returns undefined for every other request (the caller hands those to the app). It only
+ * takes requests while the process is not draining.
+ */
+export function directLane(ctx: AppContext, routes: readonly RouteDef[], app: FullPipeline): (request: Request) => Promise<Response> | Response | undefined {
+  /** Routes without parameters by path, per method; the others are matched in turn. */
+  const exactGet = new Map<string, Lane>();
+  const exactPost = new Map<string, Lane>();
+  const patterned: Lane[] = [];
+  for (const route of routes) {
+    if (route.direct !== true) continue;
+    const lane = prepare(route);
+    if (lane.pattern !== undefined) patterned.push(lane);
+    else (route.method === "GET" ? exactGet : exactPost).set(route.path, lane);
+  }
+  const maxBytes = ctx.config.maxBodyBytes;
+
+  /** The answer of a route that failed after the body was read, or a handler's answer. */
+  const fail = (error: unknown, request: Request, lane: Lane, set: RouteInput["set"]): Response => {
+    const { status, headers, body } = errorAnswer(ctx.logger, routes, error, "UNKNOWN", request, lane.route.path);
+    Object.assign(set.headers, headers);
+    return Response.json(body, { status, headers: set.headers as Record<string, string> });
+  };
+
+  /** The handler's answer as the app would send it: a Response as is, an object as JSON. */
+  const respond = (answer: unknown, request: Request, lane: Lane, set: RouteInput["set"]): Response => {
+    if (answer instanceof Response) return answer;
+    try {
+      if (answer === null || typeof answer !== "object") throw new AnswerMismatch(`${lane.route.path} answered neither a Response nor an object`);
+      if (lane.answer !== undefined && !lane.answer.Check(answer)) throw new AnswerMismatch(`the answer of ${lane.route.path} does not match its schema`);
+    } catch (error) {
+      return fail(error, request, lane, set);
+    }
+    return Response.json(answer, { status: set.status ?? 200, headers: set.headers as Record<string, string> });
+  };
+
+  const finish = (request: Request, lane: Lane, pathname: string, started: number, response: Response): Response => {
+    logRequest(ctx.logger, ctx.metrics, request.method, lane.route.path, pathname, response.status, performance.now() - started);
+    return response;
+  };
+
+  /** A request with a body: API key, body, checks and handler; the app takes whatever is refused. */
+  const withBody = async (request: Request, lane: Lane, pathname: string, params: Record<string, string>, started: number): Promise<Response> => {
+    let principal = NO_PRINCIPAL;
+    if (isManagementPath(pathname)) {
+      try {
+        principal = await authenticate(ctx.store, request.headers.get("authorization"), ctx.clock.now());
+      } catch {
+        return app.handle(request);
+      }
+    }
+    // A declared length over the limit is refused by the app before anything is read.
+    if (!(Number(request.headers.get("content-length") ?? "0") <= maxBytes)) return app.handle(request);
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    let body: unknown;
+    let parsed = bytes.byteLength <= maxBytes;
+    if (parsed) {
+      try {
+        const contentType = request.headers.get("content-type");
+        body = isOAuthPath(pathname) ? parseFormBytes(bytes, contentType) : parseJsonBytes(bytes, contentType);
+      } catch {
+        parsed = false;
+      }
+    }
+    if (!parsed || (lane.body !== undefined && !lane.body.Check(body))) {
+      return app.handle(new Request(request.url, { method: request.method, headers: request.headers, body: bytes }));
+    }
+    const set: RouteInput["set"] = { headers: {} };
+    let answer: unknown;
+    try {
+      answer = await lane.route.handler({ params, query: {}, body, request, principal, set });
+    } catch (error) {
+      return finish(request, lane, pathname, started, fail(error, request, lane, set));
+    }
+    return finish(request, lane, pathname, started, respond(answer, request, lane, set));
+  };
+
+  /** A request without a body and without an API key (discovery): synchronous when its handler is. */
+  const bodiless = (request: Request, lane: Lane, pathname: string, params: Record<string, string>, started: number): Response | Promise<Response> => {
+    const set: RouteInput["set"] = { headers: {} };
+    let answer: unknown;
+    try {
+      answer = lane.route.handler({ params, query: {}, body: undefined, request, principal: NO_PRINCIPAL, set });
+    } catch (error) {
+      return finish(request, lane, pathname, started, fail(error, request, lane, set));
+    }
+    if (!(answer instanceof Promise)) return finish(request, lane, pathname, started, respond(answer, request, lane, set));
+    return answer.then(
+      (value) => finish(request, lane, pathname, started, respond(value, request, lane, set)),
+      (error) => finish(request, lane, pathname, started, fail(error, request, lane, set)),
+    );
+  };
+
+  return (request) => {
+    if (ctx.draining) return undefined;
+    const method = request.method;
+    const table = method === "GET" ? exactGet : method === "POST" ? exactPost : undefined;
+    if (table === undefined) return undefined;
+    const pathname = pathOf(request.url);
+    let lane = table.get(pathname);
+    let params: Record<string, string> = {};
+    if (lane === undefined) {
+      for (const candidate of patterned) {
+        if (candidate.route.method !== method) continue;
+        const match = (candidate.pattern as RegExp).exec(pathname);
+        if (match === null) continue;
+        lane = candidate;
+        for (let i = 0; i < candidate.names.length; i++) params[candidate.names[i] as string] = match[i + 1] as string;
+        break;
+      }
+      if (lane === undefined) return undefined;
+    }
+    if (lane.params !== undefined && !lane.params.Check(params)) return undefined;
+    const started = performance.now();
+    return method === "GET" ? bodiless(request, lane, pathname, params, started) : withBody(request, lane, pathname, params, started);
+  };
+}
