@@ -3,7 +3,7 @@
  * How high-entropy secrets (API keys, client secrets) are stored and checked: a SHA-256, compared
  * in constant time.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /**
  * base64url SHA-256 of a high-entropy secret (API keys, client secrets). A plain hash suffices:
@@ -12,7 +12,8 @@ import { createHash } from "node:crypto";
  * hash of a short string costs less than the round trip of an asynchronous digest.
  */
 export function hashSecret(secret: string): string {
-  return createHash("sha256").update(secret, "utf8").digest("base64url");
+  // One-shot: no Hash object per call.
+  return hash("sha256", secret, "base64url");
 }
 
 /**

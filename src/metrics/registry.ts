@@ -58,10 +58,23 @@ function labelPairs<L extends string>(names: readonly L[], labels: Labels<L>): [
   });
 }
 
+/** One series: its label pairs and its value. */
+interface Entry<L extends string, V> {
+  pairs: [L, string][];
+  value: V;
+}
+
+/** A level of the lookup tree: one map per label, keyed by that label's value; the last level holds the entries. */
+type Level<L extends string, V> = Map<string, Level<L, V> | Entry<L, V>>;
+
 /** Series of one family, keyed by their label values, in first-seen order. */
 class Series<L extends string, V> {
   readonly #names: readonly L[];
-  readonly #byKey = new Map<string, { pairs: [L, string][]; value: V }>();
+  /** Label values looked up one label at a time: no key is built per lookup. */
+  readonly #tree: Level<L, V> = new Map();
+  readonly #entries: Entry<L, V>[] = [];
+  /** The one series of a family without labels. */
+  #only: Entry<L, V> | undefined;
 
   constructor(names: readonly L[]) {
     this.#names = names;
@@ -69,23 +82,32 @@ class Series<L extends string, V> {
 
   /** The series for `labels`, created by `init` the first time. Allocates nothing once the series exists (every request counts). */
   get(labels: Labels<L>, init: () => V): V {
-    // Each value with its length: unambiguous whatever characters the values hold.
-    let key = "";
-    for (const name of this.#names) {
-      const value = labels[name];
-      if (typeof value !== "string") throw new Error(`metric label '${name}' is missing`);
-      key += `${value.length}:${value}`;
+    const names = this.#names;
+    if (names.length === 0) return (this.#only ??= this.#add(labels, init)).value;
+    let level = this.#tree;
+    for (let i = 0; ; i++) {
+      const value = labels[names[i] as L];
+      if (typeof value !== "string") throw new Error(`metric label '${names[i]}' is missing`);
+      const next = level.get(value);
+      if (i === names.length - 1) {
+        if (next !== undefined) return (next as Entry<L, V>).value;
+        const entry = this.#add(labels, init);
+        level.set(value, entry);
+        return entry.value;
+      }
+      if (next === undefined) level.set(value, (level = new Map()));
+      else level = next as Level<L, V>;
     }
-    let entry = this.#byKey.get(key);
-    if (entry === undefined) {
-      entry = { pairs: labelPairs(this.#names, labels), value: init() };
-      this.#byKey.set(key, entry);
-    }
-    return entry.value;
   }
 
-  entries(): { pairs: [L, string][]; value: V }[] {
-    return [...this.#byKey.values()];
+  #add(labels: Labels<L>, init: () => V): Entry<L, V> {
+    const entry = { pairs: labelPairs(this.#names, labels), value: init() };
+    this.#entries.push(entry);
+    return entry;
+  }
+
+  entries(): Entry<L, V>[] {
+    return [...this.#entries];
   }
 }
 

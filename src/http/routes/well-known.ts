@@ -41,19 +41,30 @@ export function discoveryDocument(issuer: string, ring: KeyRing): Record<string,
 export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
   const cacheControl = (projectId: string) => `public, max-age=${ctx.keys.jwksMaxAge(projectId)}`;
   const common = { "access-control-allow-origin": "*", "x-content-type-options": "nosniff" };
-  /** Serialized discovery documents per host URL, rebuilt when the project's ring changes. */
-  const discovery = new Map<string, { ring: KeyRing; body: string }>();
+  /**
+   * The JWKS answer's headers per key ring, built once and copied into each answer (cheaper than
+   * headers from an object); rebuilt when the ring's max-age changes.
+   */
+  const jwksHeaders = new WeakMap<KeyRing, { cacheControl: string; notModified: Headers; full: Headers }>();
+  /** Serialized discovery documents and their headers per host URL, rebuilt when the project's ring or max-age changes. */
+  const discovery = new Map<string, { ring: KeyRing; cacheControl: string; body: string; headers: Headers }>();
 
   const jwks = (request: Request): Response => {
     const { project } = ctx.projects.resolveHost(requestHost(request));
     const ring = ctx.keys.ring(project.id);
-    const headers = { ...common, "cache-control": cacheControl(project.id), etag: ring.jwksEtag };
+    const control = cacheControl(project.id);
+    let headers = jwksHeaders.get(ring);
+    if (headers?.cacheControl !== control) {
+      const notModified = { ...common, "cache-control": control, etag: ring.jwksEtag };
+      headers = { cacheControl: control, notModified: new Headers(notModified), full: new Headers({ ...notModified, "content-type": "application/jwk-set+json" }) };
+      jwksHeaders.set(ring, headers);
+    }
     const match = request.headers.get("if-none-match");
     // RFC 9110 §13.1.2: weak comparison, a list of tags, or `*` (any current representation).
     if (match !== null && match.split(",").some((tag) => tag.trim() === "*" || tag.trim().replace(/^W\//, "") === ring.jwksEtag)) {
-      return new Response(null, { status: 304, headers });
+      return new Response(null, { status: 304, headers: headers.notModified });
     }
-    return new Response(ring.jwksBody, { headers: { ...headers, "content-type": "application/jwk-set+json" } });
+    return new Response(ring.jwksBody, { headers: headers.full });
   };
   const jwksRoute = (path: string): RouteDef => ({
     method: "GET",
@@ -79,12 +90,14 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     handler: ({ request }) => {
       const { project, url } = ctx.projects.resolveHost(requestHost(request));
       const ring = ctx.keys.ring(project.id);
+      const control = cacheControl(project.id);
       let cached = discovery.get(url);
-      if (cached?.ring !== ring) {
-        cached = { ring, body: JSON.stringify(discoveryDocument(url, ring)) };
+      if (cached?.ring !== ring || cached.cacheControl !== control) {
+        const headers = new Headers({ ...common, "cache-control": control, "content-type": "application/json" });
+        cached = { ring, cacheControl: control, body: JSON.stringify(discoveryDocument(url, ring)), headers };
         discovery.set(url, cached);
       }
-      return new Response(cached.body, { headers: { ...common, "cache-control": cacheControl(project.id), "content-type": "application/json" } });
+      return new Response(cached.body, { headers: cached.headers });
     },
   });
 
