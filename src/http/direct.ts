@@ -11,7 +11,8 @@
  * Whatever is refused before the handler runs (no valid API key, a body too large or not JSON,
  * invalid parameters or body, a shutting-down process) goes to the app, with the body put back if
  * it was read, so every refusal is the app's own answer. What the handler throws is answered by
- * the error hook's own mapping (plugins/error-handler.ts errorAnswer), as the app would answer it.
+ * the error hook's own mapping (plugins/error-handler.ts errorAnswer), as the app would answer it,
+ * and so is a body that cannot be read (the app's parser failing).
  * Paths are matched exactly: any other spelling (a trailing slash, an encoded segment) goes to
  * the app too.
  */
@@ -24,7 +25,7 @@ import { parseFormBytes, parseJsonBytes } from "./plugins/body-parser.ts";
 import { errorAnswer } from "./plugins/error-handler.ts";
 import { logRequest } from "./plugins/request-log.ts";
 import { isManagementPath } from "./plugins/auth.ts";
-import { isOAuthPath, pathOf, type RouteDef, type RouteInput } from "./route.ts";
+import { isOAuthPath, pathOf, patternSource, type RouteDef, type RouteInput } from "./route.ts";
 
 /** The app the lane hands everything else to. */
 export interface FullPipeline {
@@ -53,12 +54,14 @@ function prepare(route: RouteDef): Lane {
   if (route.query !== undefined) throw new Error(`direct route ${route.method} ${route.path} has a query schema`);
   // The lane reads a body and an API key only for POST: a direct GET must need neither.
   if (route.method === "GET" ? isManagementPath(route.path) : route.method !== "POST") throw new Error(`direct route ${route.method} ${route.path} is not supported`);
-  const segments = route.path.split("/");
-  const names = segments.filter((s) => s.startsWith(":")).map((s) => s.slice(1));
-  const source = segments.map((s) => (s.startsWith(":") ? "([^/]+)" : s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).join("/");
+  const names = route.path
+    .split("/")
+    .filter((segment) => segment.startsWith(":"))
+    .map((segment) => segment.slice(1));
   return {
     route,
-    pattern: names.length === 0 ? undefined : new RegExp(`^${source}$`),
+    // Exact: one group per parameter, no trailing slash.
+    pattern: names.length === 0 ? undefined : new RegExp(`^${patternSource(route.path, "([^/]+)")}$`),
     names,
     params: route.params === undefined ? undefined : TypeCompiler.Compile(route.params),
     body: route.body === undefined ? undefined : TypeCompiler.Compile(route.body),
@@ -84,9 +87,9 @@ export function directLane(ctx: AppContext, routes: readonly RouteDef[], app: Fu
   }
   const maxBytes = ctx.config.maxBodyBytes;
 
-  /** The answer of a route that failed after the body was read, or a handler's answer. */
-  const fail = (error: unknown, request: Request, lane: Lane, set: RouteInput["set"]): Response => {
-    const { status, headers, body } = errorAnswer(ctx.logger, routes, error, "UNKNOWN", request, lane.route.path);
+  /** The error answer of a request the lane took: what its handler threw, an answer off its schema, or a body that could not be read. */
+  const fail = (error: unknown, request: Request, lane: Lane, set: RouteInput["set"], code = "UNKNOWN"): Response => {
+    const { status, headers, body } = errorAnswer(ctx.logger, routes, error, code, request, lane.route.path);
     Object.assign(set.headers, headers);
     return Response.json(body, { status, headers: set.headers as Record<string, string> });
   };
@@ -120,7 +123,13 @@ export function directLane(ctx: AppContext, routes: readonly RouteDef[], app: Fu
     }
     // A declared length over the limit is refused by the app before anything is read.
     if (!(Number(request.headers.get("content-length") ?? "0") <= maxBytes)) return app.handle(request);
-    const bytes = new Uint8Array(await request.arrayBuffer());
+    let bytes: Uint8Array<ArrayBuffer>;
+    try {
+      bytes = new Uint8Array(await request.arrayBuffer());
+    } catch (error) {
+      // The body could not be read (the client went away): answered as the app's parser failing.
+      return finish(request, lane, pathname, started, fail(error, request, lane, { headers: {} }, "PARSE"));
+    }
     let body: unknown;
     let parsed = bytes.byteLength <= maxBytes;
     if (parsed) {

@@ -43,13 +43,17 @@ export interface RouteDef {
   handler(input: RouteInput): unknown | Promise<unknown>;
 }
 
-/** A path pattern as a regular expression (`:name` matches one segment). */
-export function patternRegExp(path: string): RegExp {
-  const source = path
+/** A path pattern as regular-expression source: each `:name` segment becomes `param`, the rest matches literally. */
+export function patternSource(path: string, param: string): string {
+  return path
     .split("/")
-    .map((segment) => (segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+    .map((segment) => (segment.startsWith(":") ? param : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
     .join("/");
-  return new RegExp(`^${source}/?$`);
+}
+
+/** A path pattern as a regular expression (`:name` matches one segment; a trailing slash is allowed). */
+export function patternRegExp(path: string): RegExp {
+  return new RegExp(`^${patternSource(path, "[^/]+")}/?$`);
 }
 
 /** Finds the route pattern matching `pathname` and the methods it allows. */

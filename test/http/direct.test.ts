@@ -164,6 +164,18 @@ describe("direct lane", () => {
     }
   });
 
+  test("a body that cannot be read is answered as the app answers it, and nothing is left unhandled", async () => {
+    const broken = () =>
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.error(new Error("connection reset"));
+        },
+      });
+    const res = await both({ path: tokens, headers: api(JSON_TYPE), body: broken });
+    expect({ status: res.status, viaApp: res.viaApp }).toEqual({ status: 400, viaApp: false });
+    expect(res.body).toEqual({ code: "invalid_request", message: expect.any(String) });
+  });
+
   test("discovery and the JWKS, conditional or not, are answered by the lane", async () => {
     for (const path of ["/.well-known/jwks", "/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"]) {
       const res = await both({ method: "GET", path });
