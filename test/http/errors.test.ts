@@ -170,7 +170,7 @@ describe("errors", () => {
       expect(res.headers.get("retry-after")).not.toBeNull();
       await expectError(res, 503, "unavailable");
       await expectError(await t.api("POST", "/v1/providers", { name: "a" }), 503, "unavailable");
-      // Discovery and JWKS, answered on a direct path otherwise, drain the same way.
+      // Discovery and JWKS, answered by the direct lane otherwise, drain the same way.
       await expectError(await t.request("GET", "/.well-known/jwks"), 503, "unavailable");
       await expectError(await t.request("GET", "/.well-known/openid-configuration"), 503, "unavailable");
     } finally {

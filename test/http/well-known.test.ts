@@ -128,7 +128,7 @@ describe("JWKS caching and lifecycle", () => {
   const kids = async () => (await json<{ keys: Jwk[] }>(await jwks())).keys.map((k) => k.kid);
   const keyList = async () => (await json<{ items: { kid: string; state: string }[] }>(await t.api("GET", "/v1/keys"))).items;
 
-  test("a failure on the direct discovery path is answered as every error is: status and {code, message}", async () => {
+  test("a failure of discovery in the direct lane is answered as every error is: status and {code, message}", async () => {
     const ring = t.ctx.keys.ring.bind(t.ctx.keys);
     t.ctx.keys.ring = () => {
       throw new AppError("unavailable", "Signing keys are not loaded yet.");
