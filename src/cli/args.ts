@@ -1,6 +1,9 @@
 /**
  * @module cli/args
  * Splits argv into positional words and flags. Value flags take the next word or `=value`.
+ * Options are `--name` or one of the short `-h` and `-v`. A word that begins with a single `-`
+ * and is longer than a short option is a positional word: a key's kid is base64url, so it can
+ * begin with `-`. After `--`, every word is positional.
  */
 
 /** Flags that take a value. */
@@ -41,7 +44,11 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   const switches = new Set<string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
-    if (!arg.startsWith("-")) {
+    if (arg === "--") {
+      words.push(...argv.slice(i + 1));
+      break;
+    }
+    if (!arg.startsWith("-") || (!arg.startsWith("--") && arg.length > 2)) {
       words.push(arg);
       continue;
     }

@@ -1,0 +1,27 @@
+import { describe, expect, test } from "bun:test";
+import { parseArgs, UsageError } from "../../src/cli/args.ts";
+
+describe("parseArgs", () => {
+  test("splits words, value flags (next word or =value) and switches", () => {
+    expect(parseArgs(["apikeys", "create", "--name", "ci", "--expires-in=60", "--json"])).toEqual({
+      words: ["apikeys", "create"],
+      values: { "--name": "ci", "--expires-in": "60" },
+      switches: new Set(["--json"]),
+    });
+    expect(parseArgs(["-h"]).switches).toEqual(new Set(["--help"]));
+    expect(parseArgs(["-v"]).switches).toEqual(new Set(["--version"]));
+  });
+
+  test("a kid that begins with '-' is a word, as is every word after '--'", () => {
+    const kid = "-2gUiPoQRhGo_Uxr19SApAdigxXNRZ2H4cHP-M8X5ws";
+    expect(parseArgs(["keys", "revoke", kid, "--json"])).toEqual({ words: ["keys", "revoke", kid], values: {}, switches: new Set(["--json"]) });
+    expect(parseArgs(["keys", "revoke", "--", "--json"]).words).toEqual(["keys", "revoke", "--json"]);
+  });
+
+  test("unknown options, and value flags without a value, are usage errors", () => {
+    expect(() => parseArgs(["keys", "list", "--jsn"])).toThrow(new UsageError("unknown option --jsn"));
+    expect(() => parseArgs(["keys", "list", "-x"])).toThrow(new UsageError("unknown option -x"));
+    expect(() => parseArgs(["--json=yes"])).toThrow(UsageError);
+    expect(() => parseArgs(["apikeys", "create", "--name"])).toThrow(new UsageError("--name needs a value"));
+  });
+});
