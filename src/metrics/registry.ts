@@ -95,8 +95,12 @@ class Series<L extends string, V> {
         level.set(value, entry);
         return entry.value;
       }
-      if (next === undefined) level.set(value, (level = new Map()));
-      else level = next as Level<L, V>;
+      let child = next as Level<L, V> | undefined;
+      if (child === undefined) {
+        child = new Map();
+        level.set(value, child);
+      }
+      level = child;
     }
   }
 
