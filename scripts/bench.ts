@@ -114,10 +114,11 @@ function processTree(pid: number): number[] {
 }
 
 /** CPU seconds (user+system) and current/peak RSS, summed over the process tree of `pid`. */
-function procUsage(pid: number): { cpuSeconds: number; rssMiB: number; peakRssMiB: number } {
+function procUsage(pid: number): { cpuSeconds: number; rssMiB: number; peakRssMiB: number; largestRssMB: number } {
   let ticks = 0;
   let rssKiB = 0;
   let peakKiB = 0;
+  let largestKiB = 0;
   for (const p of processTree(pid)) {
     try {
       const stat = readFileSync(`/proc/${p}/stat`, "utf8");
@@ -126,12 +127,13 @@ function procUsage(pid: number): { cpuSeconds: number; rssMiB: number; peakRssMi
       const status = readFileSync(`/proc/${p}/status`, "utf8");
       const kib = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? "0");
       rssKiB += kib("VmRSS");
+      largestKiB = Math.max(largestKiB, kib("VmRSS"));
       peakKiB += kib("VmHWM");
     } catch {
       // The process ended between listing and reading.
     }
   }
-  return { cpuSeconds: ticks / 100, rssMiB: rssKiB / 1024, peakRssMiB: peakKiB / 1024 };
+  return { cpuSeconds: ticks / 100, rssMiB: rssKiB / 1024, peakRssMiB: peakKiB / 1024, largestRssMB: (largestKiB * 1024) / 1e6 };
 }
 
 interface Measured extends LoadResult {
@@ -236,8 +238,10 @@ function prepareDataDir(alg: Alg): { dir: string; apiKey: string } {
 interface StartupFigures {
   /** Median ms from spawn to the first 200 of /readyz, over STARTS starts of existing data. */
   startMs: number;
-  /** RSS (all processes) half a second after the first answer, MiB. */
+  /** RSS (all processes) half a second after the first answer, MiB; the largest over the starts. */
   idleRssMiB: number;
+  /** RSS of the largest single process (a worker) at that moment, in MB (10^6 bytes, the target's unit); the largest over the starts. */
+  idleRssLargestProcessMB: number;
 }
 
 /** Starts per data directory for the start-up figures. */
@@ -250,6 +254,7 @@ const STARTS = 5;
 async function measureStartups(dirs: readonly string[], alg: Alg): Promise<StartupFigures[]> {
   const times = dirs.map(() => [] as number[]);
   const idle = dirs.map(() => 0);
+  const largest = dirs.map(() => 0);
   for (let i = 0; i < STARTS; i++) {
     for (const [d, dir] of dirs.entries()) {
       const port = await freePort();
@@ -259,7 +264,9 @@ async function measureStartups(dirs: readonly string[], alg: Alg): Promise<Start
         await waitReady(`http://127.0.0.1:${port}/readyz`, server, 2);
         (times[d] as number[]).push(performance.now() - started);
         await Bun.sleep(500);
-        idle[d] = Math.max(idle[d] as number, procUsage(server.pid).rssMiB);
+        const usage = procUsage(server.pid);
+        idle[d] = Math.max(idle[d] as number, usage.rssMiB);
+        largest[d] = Math.max(largest[d] as number, usage.largestRssMB);
       } finally {
         server.kill("SIGTERM");
         await server.exited;
@@ -268,7 +275,11 @@ async function measureStartups(dirs: readonly string[], alg: Alg): Promise<Start
   }
   return dirs.map((_, d) => {
     const sorted = (times[d] as number[]).sort((a, b) => a - b);
-    return { startMs: Math.round(sorted[Math.floor(STARTS / 2)] as number), idleRssMiB: Math.round((idle[d] as number) * 10) / 10 };
+    return {
+      startMs: Math.round(sorted[Math.floor(STARTS / 2)] as number),
+      idleRssMiB: Math.round((idle[d] as number) * 10) / 10,
+      idleRssLargestProcessMB: Math.round((largest[d] as number) * 10) / 10,
+    };
   });
 }
 
@@ -609,8 +620,10 @@ for (const [name, m] of Object.entries(paced)) {
     `${name.padEnd(26)} ${fmt(m.targetPerSecond).padStart(7)} ${fmt(m.perSecond).padStart(6)}  ${fmt(share, 2).padStart(5)} ${fmt(m.p50Ms, 2).padStart(7)} ${fmt(m.p99Ms, 2).padStart(7)} ${fmt(m.maxMs, 1).padStart(7)} ${String(m.errors).padStart(7)}  ${fmt(m.serverCpuCores, 2).padStart(10)}`,
   );
 }
-console.log(`\nstart-up (start to first answer, median of ${STARTS}) and idle RSS:`);
-for (const [alg, s] of Object.entries(startup)) console.log(`  ${alg.padEnd(22)} ${String(s.startMs).padStart(5)} ms  ${fmt(s.idleRssMiB, 1).padStart(6)} MiB`);
+console.log(`\nstart-up (start to first answer, median of ${STARTS}) and idle RSS (all processes; the largest process):`);
+for (const [alg, s] of Object.entries(startup)) {
+  console.log(`  ${alg.padEnd(22)} ${String(s.startMs).padStart(5)} ms  ${fmt(s.idleRssMiB, 1).padStart(6)} MiB  ${fmt(s.idleRssLargestProcessMB, 1).padStart(5)} MB`);
+}
 if (scale !== undefined) {
   console.log(`  ${`${scaleAlg} scale`.padEnd(22)} ${String(scale.startup.startMs).padStart(5)} ms  ${fmt(scale.startup.idleRssMiB, 1).padStart(6)} MiB  (seed: ${JSON.stringify(scale.seed)})`);
   console.log(`  ${`${scaleAlg} empty, in turns`.padEnd(22)} ${String(scale.emptyStartup.startMs).padStart(5)} ms  ${fmt(scale.emptyStartup.idleRssMiB, 1).padStart(6)} MiB`);
