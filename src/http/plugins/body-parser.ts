@@ -4,7 +4,8 @@
  * Management routes take JSON only: a non-empty body needs a JSON content type (415), bad JSON is
  * 400, and the text fields the contract trims are trimmed (schemas/common.ts TRIMMED_FIELDS).
  * OAuth routes (route.ts isOAuthPath) take `application/x-www-form-urlencoded` only, as RFC 6749
- * §3.2 requires: anything else is 400. Runs before validation.
+ * §3.2 requires: anything else is 400. Runs before validation. The direct lane (http/direct.ts)
+ * parses with the same functions.
  */
 import { Elysia } from "elysia";
 import { decodeUtf8Strict } from "../../core/utf8.ts";
@@ -48,11 +49,6 @@ export function parseJsonBytes(bytes: Uint8Array, contentType: string | null): u
   return trimTextFields(parsed);
 }
 
-/** Parses a request body per the contract, or throws the matching AppError. */
-export async function parseJsonBody(request: Request, maxBytes: number): Promise<unknown> {
-  return parseJsonBytes(await readBody(request, maxBytes), request.headers.get("content-type"));
-}
-
 /**
  * Parses form-encoded bytes into parameters: an empty value counts as absent and a repeated
  * parameter becomes a list, which validation refuses for the parameters it knows (RFC 6749 §3.1,
@@ -73,13 +69,10 @@ export function parseFormBytes(bytes: Uint8Array, contentType: string | null): R
   return Object.fromEntries([...params].map(([name, values]) => [name, values.length === 1 ? (values[0] as string) : values]));
 }
 
-/** Parses a form-encoded request body (parseFormBytes), or throws the matching AppError. */
-export async function parseFormBody(request: Request, maxBytes: number): Promise<Record<string, string | string[]>> {
-  return parseFormBytes(await readBody(request, maxBytes), request.headers.get("content-type"));
-}
-
 /** Registers the parser for every route: form for OAuth paths, JSON for the rest. */
 export const bodyParser = (maxBytes: number) =>
-  new Elysia({ name: "body-parser" }).onParse({ as: "global" }, ({ request, path }) =>
-    isOAuthPath(path) ? parseFormBody(request, maxBytes) : parseJsonBody(request, maxBytes),
-  );
+  new Elysia({ name: "body-parser" }).onParse({ as: "global" }, async ({ request, path }) => {
+    const bytes = await readBody(request, maxBytes);
+    const contentType = request.headers.get("content-type");
+    return isOAuthPath(path) ? parseFormBytes(bytes, contentType) : parseJsonBytes(bytes, contentType);
+  });

@@ -20,8 +20,8 @@ export const UNMATCHED_ROUTE = "(unmatched)";
 /** What the request log records into; only the HTTP metrics. */
 export type HttpMetrics = Pick<ServiceMetrics, "httpRequests" | "httpDuration">;
 
-/** Counts one answered request and its duration (logRequest, and the direct lane through it). */
-export function recordRequest(metrics: HttpMetrics, method: string, route: string, status: number, elapsedMs: number | undefined): void {
+/** Counts one answered request and its duration. */
+function recordRequest(metrics: HttpMetrics, method: string, route: string, status: number, elapsedMs: number | undefined): void {
   const label = methodLabel(method);
   metrics.httpRequests.inc({ method: label, route, status: String(status) });
   if (elapsedMs !== undefined) metrics.httpDuration.observe({ method: label, route }, elapsedMs / 1000);
