@@ -2,13 +2,18 @@
  * Builds tokenmint into ONE self-contained executable with `Bun.build({ compile })`.
  *
  *   bun scripts/build.ts [--entry src/main.ts] [--outfile dist/tokenmint]
- *                        [--target bun-linux-arm64] [--no-minify] [--no-sourcemap]
+ *                        [--target bun-linux-arm64] [--no-minify] [--no-sourcemap] [--no-bytecode]
  *
  * lmdb loads its native addon through node-gyp-build-optional-packages, which
  * searches node_modules at run time; Bun only embeds `.node` files required by
  * a literal path. scripts/build/native-addons.ts rewrites those loaders at
  * bundle time so the addon for the build target is embedded, and the binary
  * runs from an empty directory with no Bun, Node or node_modules around.
+ *
+ * The modules are embedded as JavaScriptCore bytecode beside their source (ESM bytecode needs
+ * `compile`), so a process starts without parsing them: start to first answer about twice as
+ * fast, and a little less memory per process. The source stays for Function#toString and stack
+ * traces. Bytecode is tied to the Bun version that builds it, which is the runtime embedded.
  *
  * Also injects TOKENMINT_VERSION (package.json) and TOKENMINT_COMMIT
  * (`git rev-parse --short HEAD`, or "unknown"); src/version.ts reads them.
@@ -42,6 +47,7 @@ const { values: opts } = parseArgs({
     "bun-binary": { type: "string" },
     "no-minify": { type: "boolean", default: false },
     "no-sourcemap": { type: "boolean", default: false },
+    "no-bytecode": { type: "boolean", default: false },
   },
   strict: true,
 });
@@ -115,6 +121,7 @@ try {
     // Elysia recommends whitespace+syntax minification but not identifier mangling.
     minify: opts["no-minify"] ? false : { whitespace: true, syntax: true, identifiers: false },
     sourcemap: opts["no-sourcemap"] ? "none" : "linked",
+    ...(!opts["no-bytecode"] && { bytecode: true, format: "esm" as const }),
     define: {
       TOKENMINT_VERSION: JSON.stringify(version),
       TOKENMINT_COMMIT: JSON.stringify(commit),
