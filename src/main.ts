@@ -59,7 +59,9 @@ async function run(args: ParsedArgs): Promise<number> {
   // A worker's lines name it; the primary's and a single process's do not.
   const logger = worker === undefined ? baseLogger : withFields(baseLogger, { worker });
   if (command === "serve" && worker === undefined && config.workers > 1) return await servePrimary(config, logger, systemClock);
-  const ctx = await openContext(config, logger, systemClock, { cache: command === "serve" });
+  // A worker's primary has said which signers this machine uses; a CLI command says it at debug level.
+  const announceSigners = command === "serve" ? worker === undefined : config.logLevel === "debug";
+  const ctx = await openContext(config, logger, systemClock, { cache: command === "serve", announceSigners });
   try {
     if (command === "serve") return worker === undefined ? await serve(ctx) : await serveWorker(ctx);
     if (command === "apikeys") await apikeysCommand(ctx, args, io);

@@ -60,6 +60,12 @@ export interface OpenContextOptions {
    * serve loop polls. CLI commands read once and exit, so they read the data directly.
    */
   cache?: boolean;
+  /**
+   * Log which signer each algorithm uses (default true). Finding out loads libcrypto, so a
+   * server's workers leave it to their primary, which has logged it: a worker loads libcrypto
+   * only once it holds an RS256 key, and one that signs only ES256 or EdDSA never maps it.
+   */
+  announceSigners?: boolean;
 }
 
 /**
@@ -79,7 +85,7 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
     const projectId = await ensureDefaultProject(store, clock.now());
     const masterKey = await unlockMasterKey(store, config, logger);
     const signers = new SignerFactory({ mode: config.signer, logger });
-    logger.info("signers", planFields(await signers.plan()));
+    if (options.announceSigners !== false) logger.info("signers", planFields(await signers.plan()));
     // A new project's hosts are served once its key ring is loaded: the directory learns of it
     // first (the key service reads its settings there), then the key service loads its keys.
     const projects = new ProjectDirectory(store, config, projectId, (id) => keys.has(id));

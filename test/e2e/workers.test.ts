@@ -1,7 +1,8 @@
 /**
  * `serve` with TOKENMINT_WORKERS=2: one port served by two worker processes of one primary; a
  * change made through the CLI or through one worker (new or deleted client, revoked API key,
- * rotated or revoked signing key, new project, custom domain) is seen by every worker within a second; the metrics listener
+ * rotated or revoked signing key, new project, custom domain) is seen by every worker within a second; a worker loads
+ * libcrypto only once it signs RS256, and only the primary logs the signers; the metrics listener
  * reports the whole instance; a killed worker is restarted; workers never outlive their primary.
  *
  * Requests go on fresh connections (`Connection: close`), so the kernel spreads them over both
@@ -147,6 +148,27 @@ describe(`serve with ${WORKERS} workers`, () => {
       const res = await fetch(`${server.url}/.well-known/openid-configuration`, { headers: { host: "auth.acme.test", connection: "close" } });
       expect(((await res.json()) as { issuer: string }).issuer).toBe("http://auth.acme.test");
     }
+  }, 30_000);
+
+  test("a worker maps libcrypto only once it holds an RS256 key; its primary says which signers the machine uses", async () => {
+    const instance = await startInstance();
+    const { server } = instance;
+    const mapsLibcrypto = (pid: number) => readFileSync(`/proc/${pid}/maps`, "utf8").includes("libcrypto.so");
+    const signersLines = server.proc.logs().filter((line) => line.msg === "signers");
+    expect(signersLines).toHaveLength(1);
+    expect(signersLines[0]?.worker).toBeUndefined();
+    // ES256 keys only: no worker needs OpenSSL.
+    for (const pid of instance.pids.values()) expect(mapsLibcrypto(pid)).toBe(false);
+    if (signersLines[0]?.RS256 !== "libcrypto") return; // no usable libcrypto here: nothing more to see
+    await cli(server, "projects", "create", "--slug", "rsa", "--signing-alg", "RS256");
+    const apiKey = await cli(server, "apikeys", "create", "--project", "rsa", "--name", "rsa");
+    const provider = (await (await fresh(server, "/v1/providers", { method: "POST", apiKey, body: { name: "rsa" } })).json()) as { id: string };
+    const client = (await (await fresh(server, `/v1/providers/${provider.id}/clients`, { method: "POST", apiKey, body: { name: "c", audience: "https://rsa.test" } })).json()) as { id: string };
+    const alg = async (res: Response) => (res.status === 201 ? decodeProtectedHeader(((await res.json()) as { accessToken: string }).accessToken).alg : undefined);
+    const send = () => fresh(server, `/v1/providers/${provider.id}/clients/${client.id}/tokens`, { method: "POST", apiKey });
+    await seenByEveryWorker(server, "RS256 tokens from every worker", TOKENS, send, async (res) => (await alg(res)) === "RS256");
+    for (const pid of instance.pids.values()) expect(mapsLibcrypto(pid)).toBe(true);
+    expect(server.proc.logs().filter((line) => line.msg === "libcrypto cannot sign")).toHaveLength(0);
   }, 30_000);
 
   test("an API key revoked with the CLI is refused by every worker within a second", async () => {
