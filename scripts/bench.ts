@@ -136,6 +136,25 @@ function procUsage(pid: number): { cpuSeconds: number; rssMiB: number; peakRssMi
   return { cpuSeconds: ticks / 100, rssMiB: rssKiB / 1024, peakRssMiB: peakKiB / 1024, largestRssMB: (largestKiB * 1024) / 1e6 };
 }
 
+/**
+ * The pages of the largest process of the tree of `pid` (by RSS) that no other process maps: its
+ * own heap and written data, in MB. The rest of its RSS is the executable's and libraries' pages,
+ * which every process of the tree shares (and which other processes may have mapped first).
+ */
+function largestProcessPrivateMB(pid: number): number {
+  let largest = { rss: -1, privateKiB: 0 };
+  for (const p of processTree(pid)) {
+    try {
+      const rollup = readFileSync(`/proc/${p}/smaps_rollup`, "utf8");
+      const kib = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(rollup)?.[1] ?? "0");
+      if (kib("Rss") > largest.rss) largest = { rss: kib("Rss"), privateKiB: kib("Private_Clean") + kib("Private_Dirty") };
+    } catch {
+      // The process ended between listing and reading.
+    }
+  }
+  return (largest.privateKiB * 1024) / 1e6;
+}
+
 interface Measured extends LoadResult {
   serverCpuCores?: number;
   serverRssMiB?: number;
@@ -242,6 +261,8 @@ interface StartupFigures {
   idleRssMiB: number;
   /** RSS of the largest single process (a worker) at that moment, in MB (10^6 bytes, the target's unit); the largest over the starts. */
   idleRssLargestProcessMB: number;
+  /** The private pages of that largest process, in MB; the largest over the starts. */
+  idleLargestProcessPrivateMB: number;
 }
 
 /** Starts per data directory for the start-up figures. */
@@ -255,6 +276,7 @@ async function measureStartups(dirs: readonly string[], alg: Alg): Promise<Start
   const times = dirs.map(() => [] as number[]);
   const idle = dirs.map(() => 0);
   const largest = dirs.map(() => 0);
+  const privateMB = dirs.map(() => 0);
   for (let i = 0; i < STARTS; i++) {
     for (const [d, dir] of dirs.entries()) {
       const port = await freePort();
@@ -267,6 +289,7 @@ async function measureStartups(dirs: readonly string[], alg: Alg): Promise<Start
         const usage = procUsage(server.pid);
         idle[d] = Math.max(idle[d] as number, usage.rssMiB);
         largest[d] = Math.max(largest[d] as number, usage.largestRssMB);
+        privateMB[d] = Math.max(privateMB[d] as number, largestProcessPrivateMB(server.pid));
       } finally {
         server.kill("SIGTERM");
         await server.exited;
@@ -279,6 +302,7 @@ async function measureStartups(dirs: readonly string[], alg: Alg): Promise<Start
       startMs: Math.round(sorted[Math.floor(STARTS / 2)] as number),
       idleRssMiB: Math.round((idle[d] as number) * 10) / 10,
       idleRssLargestProcessMB: Math.round((largest[d] as number) * 10) / 10,
+      idleLargestProcessPrivateMB: Math.round((privateMB[d] as number) * 10) / 10,
     };
   });
 }
@@ -620,9 +644,11 @@ for (const [name, m] of Object.entries(paced)) {
     `${name.padEnd(26)} ${fmt(m.targetPerSecond).padStart(7)} ${fmt(m.perSecond).padStart(6)}  ${fmt(share, 2).padStart(5)} ${fmt(m.p50Ms, 2).padStart(7)} ${fmt(m.p99Ms, 2).padStart(7)} ${fmt(m.maxMs, 1).padStart(7)} ${String(m.errors).padStart(7)}  ${fmt(m.serverCpuCores, 2).padStart(10)}`,
   );
 }
-console.log(`\nstart-up (start to first answer, median of ${STARTS}) and idle RSS (all processes; the largest process):`);
+console.log(`\nstart-up (start to first answer, median of ${STARTS}) and idle RSS (all processes; the largest process; its private pages):`);
 for (const [alg, s] of Object.entries(startup)) {
-  console.log(`  ${alg.padEnd(22)} ${String(s.startMs).padStart(5)} ms  ${fmt(s.idleRssMiB, 1).padStart(6)} MiB  ${fmt(s.idleRssLargestProcessMB, 1).padStart(5)} MB`);
+  console.log(
+    `  ${alg.padEnd(22)} ${String(s.startMs).padStart(5)} ms  ${fmt(s.idleRssMiB, 1).padStart(6)} MiB  ${fmt(s.idleRssLargestProcessMB, 1).padStart(5)} MB  ${fmt(s.idleLargestProcessPrivateMB, 1).padStart(5)} MB private`,
+  );
 }
 if (scale !== undefined) {
   console.log(`  ${`${scaleAlg} scale`.padEnd(22)} ${String(scale.startup.startMs).padStart(5)} ms  ${fmt(scale.startup.idleRssMiB, 1).padStart(6)} MiB  (seed: ${JSON.stringify(scale.seed)})`);
