@@ -273,7 +273,7 @@ const STARTS = 5;
  * Writes the executable back to disk and drops it from the page cache (GNU dd's `nocache`), so the
  * next start reads it from disk, as a service started at boot does. The pages of a file just
  * written (a fresh build or copy) are mapped more widely: each process of such an executable held
- * about 4.5 MB more of it on the machine of the README's figures, until those pages left the cache.
+ * about 5 MB more of it on the machine of the README's figures, until those pages left the cache.
  */
 function readFromDiskNextStart(file: string): void {
   const dd = Bun.spawnSync(["dd", `of=${file}`, "oflag=nocache", "conv=notrunc,fdatasync", "count=0"], { stdout: "ignore", stderr: "pipe" });
