@@ -162,8 +162,14 @@ describe(`serve with ${WORKERS} workers`, () => {
     if (signersLines[0]?.RS256 !== "libcrypto") return; // no usable libcrypto here: nothing more to see
     await cli(server, "projects", "create", "--slug", "rsa", "--signing-alg", "RS256");
     const apiKey = await cli(server, "apikeys", "create", "--project", "rsa", "--name", "rsa");
-    const provider = (await (await fresh(server, "/v1/providers", { method: "POST", apiKey, body: { name: "rsa" } })).json()) as { id: string };
-    const client = (await (await fresh(server, `/v1/providers/${provider.id}/clients`, { method: "POST", apiKey, body: { name: "c", audience: "https://rsa.test" } })).json()) as { id: string };
+    // Every worker serves a project once its key ring is loaded.
+    await seenByEveryWorker(server, "the RS256 project on every worker", "/v1/project", () => fresh(server, "/v1/project", { apiKey }), async (res) => res.status === 200);
+    const created = await fresh(server, "/v1/providers", { method: "POST", apiKey, body: { name: "rsa" } });
+    expect(created.status).toBe(201);
+    const provider = (await created.json()) as { id: string };
+    const added = await fresh(server, `/v1/providers/${provider.id}/clients`, { method: "POST", apiKey, body: { name: "c", audience: "https://rsa.test" } });
+    expect(added.status).toBe(201);
+    const client = (await added.json()) as { id: string };
     const alg = async (res: Response) => (res.status === 201 ? decodeProtectedHeader(((await res.json()) as { accessToken: string }).accessToken).alg : undefined);
     const send = () => fresh(server, `/v1/providers/${provider.id}/clients/${client.id}/tokens`, { method: "POST", apiKey });
     await seenByEveryWorker(server, "RS256 tokens from every worker", TOKENS, send, async (res) => (await alg(res)) === "RS256");
