@@ -9,9 +9,9 @@
  * For each signing algorithm it prepares a data directory with the executable's CLI (API key,
  * default project, signing keys), measures the executable's start-up (start to first answer,
  * median of 5) and idle memory (with the executable read from disk: see measureStartups),
- * starts it on loopback, creates a provider, a client and a client
- * secret, checks that tokens from `POST .../tokens` and from `POST /oauth/token` verify against
- * the served JWKS, then loads both with wrk (warm-up, then a fixed measured duration) and reads
+ * starts it on loopback, creates a provider, a client and a client secret, checks that tokens
+ * from `POST .../tokens` and from `POST /oauth/token` verify against the served JWKS, then loads
+ * both with wrk (warm-up, then a fixed measured duration) and reads
  * the server's CPU time and memory from /proc (summed over its process tree). Then the latency of
  * `.../tokens` at 80 % of the peak it just measured: wrk again, each connection pacing itself with
  * a wait before each request, tuned in short trials to the target rate. The RS256 instance also
@@ -274,10 +274,13 @@ const STARTS = 5;
  * next start reads it from disk, as a service started at boot does. The pages of a file just
  * written (a fresh build or copy) are mapped more widely: each process of such an executable held
  * about 5 MB more of it on the machine of the README's figures, until those pages left the cache.
+ * An executable the bench may not write is only dropped from the cache as far as it is on disk.
  */
 function readFromDiskNextStart(file: string): void {
-  const dd = Bun.spawnSync(["dd", `of=${file}`, "oflag=nocache", "conv=notrunc,fdatasync", "count=0"], { stdout: "ignore", stderr: "pipe" });
-  if (dd.exitCode !== 0) throw new Error(`dd could not drop ${file} from the page cache: ${dd.stderr.toString().trim()}`);
+  const dd = (...args: string[]) => Bun.spawnSync(["dd", ...args, "count=0"], { stdout: "ignore", stderr: "pipe" });
+  if (dd(`of=${file}`, "oflag=nocache", "conv=notrunc,fdatasync").exitCode === 0) return;
+  const readOnly = dd(`if=${file}`, "iflag=nocache");
+  if (readOnly.exitCode !== 0) console.warn(`bench: could not drop ${file} from the page cache (${readOnly.stderr.toString().trim()}); idle memory is measured as the cache holds it`);
 }
 
 /**

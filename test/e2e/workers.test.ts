@@ -1,9 +1,10 @@
 /**
  * `serve` with TOKENMINT_WORKERS=2: one port served by two worker processes of one primary; a
  * change made through the CLI or through one worker (new or deleted client, revoked API key,
- * rotated or revoked signing key, new project, custom domain) is seen by every worker within a second; a worker loads
- * libcrypto only once it signs RS256, and only the primary logs the signers; the metrics listener
- * reports the whole instance; a killed worker is restarted; workers never outlive their primary.
+ * rotated or revoked signing key, new project, custom domain) is seen by every worker within a
+ * second; a worker loads libcrypto only once it signs RS256, and only the primary logs the
+ * signers; the metrics listener reports the whole instance; a killed worker is restarted; workers
+ * never outlive their primary.
  *
  * Requests go on fresh connections (`Connection: close`), so the kernel spreads them over both
  * workers; the request log names the worker that answered, which shows that both did.
