@@ -11,10 +11,10 @@
  * median of 5) and idle memory (with the executable read from disk: see measureStartups),
  * starts it on loopback, creates a provider, a client and a client secret, checks that tokens
  * from `POST .../tokens` and from `POST /oauth/token` verify against the served JWKS, then loads
- * both with wrk (warm-up, then a fixed measured duration) and reads
- * the server's CPU time and memory from /proc (summed over its process tree). Then the latency of
- * `.../tokens` at 80 % of the peak it just measured: wrk again, each connection pacing itself with
- * a wait before each request, tuned in short trials to the target rate. The RS256 instance also
+ * both with wrk (warm-up, then a fixed measured duration) and reads the server's CPU time and
+ * memory from /proc (summed over its process tree). Then the latency of `.../tokens` at 80 % of
+ * the peak it just measured: wrk again, each connection pacing itself with a wait before each
+ * request, tuned in short trials to the target rate. The RS256 instance also
  * serves the JWKS and discovery figures.
  *
  * Baselines in the same run: the single-thread rate of every signer the runtime offers
@@ -114,46 +114,48 @@ function processTree(pid: number): number[] {
   return out;
 }
 
+/** The value in KiB of the field `name` of a /proc status or smaps_rollup text (0 if absent). */
+const kibField = (text: string, name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(text)?.[1] ?? "0");
+
 /** CPU seconds (user+system) and current/peak RSS, summed over the process tree of `pid`. */
-function procUsage(pid: number): { cpuSeconds: number; rssMiB: number; peakRssMiB: number; largestRssMB: number } {
+function procUsage(pid: number): { cpuSeconds: number; rssMiB: number; peakRssMiB: number } {
   let ticks = 0;
   let rssKiB = 0;
   let peakKiB = 0;
-  let largestKiB = 0;
   for (const p of processTree(pid)) {
     try {
       const stat = readFileSync(`/proc/${p}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       ticks += Number(fields[11]) + Number(fields[12]);
       const status = readFileSync(`/proc/${p}/status`, "utf8");
-      const kib = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? "0");
-      rssKiB += kib("VmRSS");
-      largestKiB = Math.max(largestKiB, kib("VmRSS"));
-      peakKiB += kib("VmHWM");
+      rssKiB += kibField(status, "VmRSS");
+      peakKiB += kibField(status, "VmHWM");
     } catch {
       // The process ended between listing and reading.
     }
   }
-  return { cpuSeconds: ticks / 100, rssMiB: rssKiB / 1024, peakRssMiB: peakKiB / 1024, largestRssMB: (largestKiB * 1024) / 1e6 };
+  return { cpuSeconds: ticks / 100, rssMiB: rssKiB / 1024, peakRssMiB: peakKiB / 1024 };
 }
 
 /**
- * The pages of the largest process of the tree of `pid` (by RSS) that no other process maps: its
- * own heap and written data, in MB. The rest of its RSS is the executable's and libraries' pages,
- * which every process of the tree shares (and which other processes may have mapped first).
+ * The largest process of the tree of `pid` (by RSS): its RSS, and its private pages, the ones no
+ * other process maps (its own heap and written data), both in MB. The rest of its RSS is the
+ * executable's and libraries' pages, which every process of the tree shares.
  */
-function largestProcessPrivateMB(pid: number): number {
-  let largest = { rss: -1, privateKiB: 0 };
+function largestProcess(pid: number): { rssMB: number; privateMB: number } {
+  let rssKiB = 0;
+  let privateKiB = 0;
   for (const p of processTree(pid)) {
     try {
       const rollup = readFileSync(`/proc/${p}/smaps_rollup`, "utf8");
-      const kib = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(rollup)?.[1] ?? "0");
-      if (kib("Rss") > largest.rss) largest = { rss: kib("Rss"), privateKiB: kib("Private_Clean") + kib("Private_Dirty") };
+      if (kibField(rollup, "Rss") <= rssKiB) continue;
+      rssKiB = kibField(rollup, "Rss");
+      privateKiB = kibField(rollup, "Private_Clean") + kibField(rollup, "Private_Dirty");
     } catch {
       // The process ended between listing and reading.
     }
   }
-  return (largest.privateKiB * 1024) / 1e6;
+  return { rssMB: (rssKiB * 1024) / 1e6, privateMB: (privateKiB * 1024) / 1e6 };
 }
 
 interface Measured extends LoadResult {
@@ -303,10 +305,10 @@ async function measureStartups(dirs: readonly string[], alg: Alg): Promise<Start
         await waitReady(`http://127.0.0.1:${port}/readyz`, server, 2);
         (times[d] as number[]).push(performance.now() - started);
         await Bun.sleep(500);
-        const usage = procUsage(server.pid);
-        idle[d] = Math.max(idle[d] as number, usage.rssMiB);
-        largest[d] = Math.max(largest[d] as number, usage.largestRssMB);
-        privateMB[d] = Math.max(privateMB[d] as number, largestProcessPrivateMB(server.pid));
+        idle[d] = Math.max(idle[d] as number, procUsage(server.pid).rssMiB);
+        const worker = largestProcess(server.pid);
+        largest[d] = Math.max(largest[d] as number, worker.rssMB);
+        privateMB[d] = Math.max(privateMB[d] as number, worker.privateMB);
       } finally {
         server.kill("SIGTERM");
         await server.exited;
