@@ -5,6 +5,8 @@
  * and keeps each project's KeyRing in memory. Every change is a compare-and-swap on the key set,
  * so two processes on one data file never both rotate. Keys are generated outside the swap.
  * A change made by another process (the CLI) is picked up by `tick`, which runs twice a second, so the change is served within a second.
+ * A tick that finds the store's change counter where the last full pass left it, before any
+ * loaded set is due for a rotation or a removal, has nothing to do and reads nothing else.
  */
 import type { SigningAlg } from "../config/schema.ts";
 import { AppError } from "../errors.ts";
@@ -83,6 +85,11 @@ export class KeyService {
   readonly #loaded = new Map<string, { ring: KeyRing; set: KeySetRecord }>();
   #timer: ReturnType<typeof setInterval> | undefined;
   #ticking = false;
+  /**
+   * Set by a full pass that went without a failure: the change counter read before it, and the
+   * time the first loaded set is due for maintenance. Until either moves, a tick is skipped.
+   */
+  #quiet: { seq: number; until: number } | undefined;
 
   constructor(options: KeyServiceOptions) {
     this.#o = options;
@@ -276,29 +283,60 @@ export class KeyService {
     if (this.#ticking) return;
     this.#ticking = true;
     try {
-      if (this.#o.projects !== undefined) await this.#syncProjects(await this.#o.projects());
+      // Read first: a write that lands during the pass moves the counter past it, so the next tick looks again.
+      const seq = await this.#o.store.changeSeq();
+      if (this.#quiet !== undefined && this.#quiet.seq === seq && this.#o.now() < this.#quiet.until) return;
+      this.#quiet = undefined;
+      let failed = this.#o.projects !== undefined && !(await this.#syncProjects(await this.#o.projects()));
       for (const projectId of this.#loaded.keys()) {
         try {
           await this.#maintain(projectId);
         } catch (error) {
+          failed = true;
           this.#o.logger.error("key maintenance failed", { error: (error as Error).message });
         }
       }
+      if (!failed) this.#quiet = { seq, until: this.#dueAt() };
     } finally {
       this.#ticking = false;
     }
   }
 
-  async #syncProjects(ids: readonly string[]): Promise<void> {
+  /**
+   * The earliest time a loaded set needs maintenance: its scheduled rotation, a retired key
+   * leaving the JWKS, or now when its next key is not of the project's algorithm (or its policy
+   * cannot be read).
+   */
+  #dueAt(): number {
+    let due = Number.POSITIVE_INFINITY;
+    for (const [projectId, { set }] of this.#loaded) {
+      let policy: KeyPolicy;
+      try {
+        policy = this.#policy(projectId);
+      } catch {
+        return this.#o.now();
+      }
+      if (keysByState(set).next.alg !== policy.signingAlg) return this.#o.now();
+      due = Math.min(due, scheduledRotationAt(set, policy.rotationPeriod, jwksMaxAge(policy.rotationPeriod)) ?? due);
+      for (const key of set.keys) if (key.state === "retired" && key.removedFromJwksAt !== undefined) due = Math.min(due, key.removedFromJwksAt);
+    }
+    return due;
+  }
+
+  /** Loads projects created meanwhile and drops deleted ones; false if a project failed to load. */
+  async #syncProjects(ids: readonly string[]): Promise<boolean> {
+    let loaded = true;
     for (const projectId of this.#loaded.keys()) if (!ids.includes(projectId)) this.#loaded.delete(projectId);
     for (const projectId of ids) {
       if (this.#loaded.has(projectId)) continue;
       try {
         await this.load(projectId);
       } catch (error) {
+        loaded = false;
         this.#o.logger.error("loading a project's signing keys failed", { error: (error as Error).message });
       }
     }
+    return loaded;
   }
 
   /** Starts the maintenance timer (twice a second: outside changes are served within a second). */

@@ -245,6 +245,65 @@ describe("KeyService across restarts and processes", () => {
     expect(ring(b).jwksBody).toBe(ring(a).jwksBody);
   });
 
+  test("an idle tick reads only the change counter; a write anywhere or a due rotation makes it look again", async () => {
+    const dataDir = sharedDir();
+    const clock = new FakeClock();
+    const a = await app({ dataDir, clock });
+    const b = await app({ dataDir, masterKey: a.masterKey, clock });
+    await b.ctx.keys.tick();
+    // Every read of b's key service beyond the change counter goes through these two.
+    const reads: string[] = [];
+    const store = b.ctx.store as unknown as Record<string, (...args: unknown[]) => unknown>;
+    for (const name of ["getKeySet", "listProjects"]) {
+      const original = (store[name] as (...args: unknown[]) => unknown).bind(store);
+      store[name] = (...args: unknown[]) => {
+        reads.push(name);
+        return original(...args);
+      };
+    }
+    clock.advance(MAX_AGE_S);
+    await b.ctx.keys.tick();
+    expect(reads).toEqual([]);
+
+    await a.ctx.keys.rotate(a.ctx.projectId);
+    await new Promise<void>((resolve) => setTimeout(resolve, 0));
+    await b.ctx.keys.tick();
+    expect(reads).toContain("getKeySet");
+    expect(ring(b).kid).toBe(ring(a).kid);
+
+    reads.length = 0;
+    await b.ctx.keys.tick();
+    expect(reads).toEqual([]);
+    const due = (await a.ctx.keys.list(a.ctx.projectId)).find((k) => k.state === "next")!.activatesAt!;
+    const { version } = ring(b);
+    clock.ms = due - 1;
+    await b.ctx.keys.tick();
+    expect(reads).toEqual([]);
+    clock.ms = due;
+    await b.ctx.keys.tick();
+    expect(ring(b).version).toBe(version + 1);
+    expect(ring(a).version).toBe(version);
+  });
+
+  test("with rotation off, an idle tick still removes a retired key exactly when it leaves the JWKS", async () => {
+    const t = await app({ rotationPeriod: 0 });
+    t.clock.advance(t.ctx.keys.jwksMaxAge(t.ctx.projectId));
+    const first = ring(t).kid;
+    await t.ctx.keys.rotate(t.ctx.projectId);
+    const removeAt = (await t.ctx.keys.list(t.ctx.projectId)).find((k) => k.kid === first)!.removedFromJwksAt!;
+    await t.ctx.keys.tick();
+    await t.ctx.keys.tick();
+    const { version } = ring(t);
+    t.clock.ms = removeAt - 1;
+    await t.ctx.keys.tick();
+    expect(jwksKids(t)).toContain(first);
+    expect(ring(t).version).toBe(version);
+    t.clock.ms = removeAt;
+    await t.ctx.keys.tick();
+    expect(jwksKids(t)).not.toContain(first);
+    expect(ring(t).version).toBe(version + 1);
+  });
+
   test("a wrong or missing master key for existing data throws MasterKeyError and changes nothing", async () => {
     const dataDir = sharedDir();
     const clock = new FakeClock();
