@@ -1,33 +1,39 @@
 /**
  * The benchmark: one command, one run, every figure beside its baseline on the same machine.
  *
- *   bun scripts/bench.ts [--binary dist/tokenmint] [--seconds 10] [--warmup 3]
+ *   bun scripts/bench.ts [--binary dist/tokenmint] [--seconds 5] [--warmup 3] [--rounds 3]
  *                        [--connections 50] [--out bench-results.json]
  *                        [--no-peer] [--peer-version 9.13.3] [--peer-workers <cores>]
  *                        [--scale] [--scale-providers 100000] [--scale-clients 1000000] [--scale-alg ES256]
  *
  * For each signing algorithm it prepares a data directory with the executable's CLI (API key,
- * default project, signing keys), measures the executable's start-up (start to first answer,
- * median of 5) and idle memory (with the executable read from disk: see measureStartups),
- * starts it on loopback, creates a provider, a client and a client secret, checks that tokens
- * from `POST .../tokens` and from `POST /oauth/token` verify against the served JWKS, then loads
- * both with wrk (warm-up, then a fixed measured duration) and reads the server's CPU time and
- * memory from /proc (summed over its process tree). Then the latency of `.../tokens` at 80 % of
- * the peak it just measured: wrk again, each connection pacing itself with a wait before each
- * request, tuned in short trials to the target rate. The RS256 instance also
+ * default project, signing keys) and measures the executable's start-up (start to first answer,
+ * median of 5) and idle memory (with the executable read from disk: see measureStartups), alone
+ * on the machine. Then it starts every server at once and checks each: tokenmint per algorithm
+ * on loopback, with a provider, a client and a client secret, whose tokens from `POST .../tokens`
+ * and `POST /oauth/token` must verify against the served JWKS, and the baselines below.
+ *
+ * It loads them in rounds (--rounds, 3 by default), each round every figure once and odd rounds
+ * in reverse order, so the machine's drift over the run lands on both sides of each ratio; each
+ * figure is the median of its rounds. A load is wrk for a fixed measured duration (after a
+ * warm-up in the first round), with the server's CPU time and memory read from /proc (summed
+ * over its process tree). Both token routes of each algorithm are loaded, and `.../tokens` also
+ * at 80 % of the peak it reached in that round: wrk again, each connection pacing itself with a
+ * wait before each request, tuned in short trials to the target rate. The RS256 instance also
  * serves the JWKS and discovery figures.
  *
- * Baselines in the same run: the single-thread rate of every signer the runtime offers
- * (scripts/bench-signers.ts), the machine's signing rate with the service's signers on all cores,
- * `openssl speed` (all cores), the HTTP floor (a trivial Elysia server parsing the same JSON, in
- * as many processes as the service's workers, its GET answer as long as the JWKS), the ceiling
- * that floor and signing leave (1 ÷ (1/floor + 1/signing), the tokens/s if a token cost one floor
- * request and one signature and nothing more), the signing floor of each algorithm (the same
- * floor answering with a real token signed inline by the service's signer: the ceiling's work
- * done for real, its rate and its latency at 80 % of its peak, like the service's),
- * and unless --no-peer the peer: panva's oidc-provider under Node, installed from npm into a temp
- * directory, issuing JWT access tokens by client credentials with the same wrk settings as
- * tokenmint's `/oauth/token` (a peer token is verified against its JWKS first).
+ * The baselines: the machine's signing rate with the service's signers on all cores and `openssl
+ * speed` (all cores), measured in each round between the service's loads and the others; the
+ * HTTP floor (a trivial Elysia server parsing the same JSON, in as many processes as the
+ * service's workers, its GET answer as long as the JWKS); the ceiling that floor and signing
+ * leave (1 ÷ (1/floor + 1/signing), the tokens/s if a token cost one floor request and one
+ * signature and nothing more); the signing floor of each algorithm (the same floor answering
+ * with a real token signed inline by the service's signer: the ceiling's work done for real, its
+ * rate and its latency at 80 % of its peak, like the service's); and unless --no-peer the peer:
+ * panva's oidc-provider under Node, installed from npm into a temp directory, issuing JWT access
+ * tokens by client credentials with the same wrk settings as tokenmint's `/oauth/token` (a peer
+ * token is verified against its JWKS first). After the rounds, the single-thread rate of every
+ * signer the runtime offers (scripts/bench-signers.ts), for reference.
  *
  * --scale adds the scale variant: a data directory filled with 100,000 providers and 1,000,000
  * clients (scripts/bench/seed.ts, straight into LMDB, before the server starts), then issuance,
@@ -50,7 +56,8 @@ const root = resolve(import.meta.dir, "..");
 const { values } = parseArgs({
   options: {
     binary: { type: "string", default: join(root, "dist", "tokenmint") },
-    seconds: { type: "string", default: "10" },
+    seconds: { type: "string", default: "5" },
+    rounds: { type: "string", default: "3" },
     warmup: { type: "string", default: "3" },
     connections: { type: "string", default: "50" },
     out: { type: "string", default: join(root, "bench-results.json") },
@@ -67,6 +74,8 @@ const { values } = parseArgs({
 const seconds = Number(values.seconds);
 const warmup = Number(values.warmup);
 const connections = Number(values.connections);
+const rounds = Number(values.rounds);
+if (!Number.isInteger(rounds) || rounds < 1) throw new Error("--rounds must be a whole number of at least 1");
 const threads = 2;
 const ALGS = ["RS256", "ES256", "EdDSA"] as const;
 type Alg = (typeof ALGS)[number];
@@ -200,19 +209,20 @@ interface Paced extends Measured {
  * Latency at PACED_SHARE of `peak` req/s, with the same generator and connections: each
  * connection waits before each request. A connection's cycle is its wait plus the rest (latency
  * and the generator's own time), and rate = connections ÷ cycle, so the rate falls as the wait
- * grows. Short trial runs search the wait: each reads the rest off its measured rate and tries the
+ * grows. Short trial runs search the wait, from `firstDelayMs` (the wait an earlier round settled
+ * on) or half a cycle: each reads the rest off its measured rate and tries the
  * wait that makes the cycle fit the target, or halves the bracket the trials so far have set
  * when that guess falls outside it. They stop within 3 % of the target; then one measured run
  * with the wait that came closest, run again (at most twice) with a corrected wait while it lands
  * more than 5 % away from the target.
  */
-async function measurePaced(pid: number, spec: Omit<LoadSpec, "connections" | "threads" | "seconds">, peak: number): Promise<Paced> {
+async function measurePaced(pid: number, spec: Omit<LoadSpec, "connections" | "threads" | "seconds">, peak: number, firstDelayMs?: number): Promise<Paced> {
   const target = peak * PACED_SHARE;
   const cycleMs = (connections / target) * 1000;
   // The rate is above the target with no wait and below it with a whole cycle's wait.
   let low = 0;
   let high = cycleMs;
-  let delayMs = cycleMs / 2;
+  let delayMs = firstDelayMs !== undefined && firstDelayMs > 0 && firstDelayMs < cycleMs ? firstDelayMs : cycleMs / 2;
   let best = { delayMs, miss: Number.POSITIVE_INFINITY };
   for (let trial = 0; trial < 8; trial++) {
     const run = await runWrk({ ...spec, connections, threads, seconds: Math.min(3, seconds), delayMs });
@@ -379,36 +389,33 @@ async function startServer(alg: Alg, dir: string, apiKey: string): Promise<Bench
   }
 }
 
-/**
- * Issuance figures of one algorithm on a prepared data directory: both token routes and the
- * latency of `.../tokens` paced at PACED_SHARE of its peak; for RS256 also the JWKS and discovery.
- */
-async function benchServer(alg: Alg, dir: string, apiKey: string): Promise<{ figures: Record<string, Measured>; paced: Record<string, Paced>; jwksBytes: number }> {
-  const server = await startServer(alg, dir, apiKey);
-  try {
-    const figures: Record<string, Measured> = {};
-    const paced: Record<string, Paced> = {};
-    figures[`tokens ${alg}`] = await measure(server.pid, server.tokens);
-    paced[`tokens ${alg}`] = await measurePaced(server.pid, server.tokens, (figures[`tokens ${alg}`] as Measured).perSecond);
-    figures[`tokens ${alg} oauth`] = await measure(server.pid, server.oauth);
-    if (alg === "RS256") {
-      figures.jwks = await measure(server.pid, { url: `${server.base}/.well-known/jwks` });
-      figures.discovery = await measure(server.pid, { url: `${server.base}/.well-known/openid-configuration` });
-    }
-    return { figures, paced, jwksBytes: server.jwksBytes };
-  } finally {
-    await server.stop();
-  }
+/** Something the rounds load: one figure's wrk spec, on a running server. */
+interface Load {
+  name: string;
+  /** The server's process, whose tree's CPU and memory are read. */
+  pid: number;
+  spec: Omit<LoadSpec, "connections" | "threads" | "seconds">;
+  /** Also measured at PACED_SHARE of the peak it reached in the same round. */
+  paced?: boolean;
 }
 
-async function benchAlg(alg: Alg): Promise<{ figures: Record<string, Measured>; paced: Record<string, Paced>; jwksBytes: number; startup: StartupFigures }> {
-  const { dir, apiKey } = prepareDataDir(alg);
-  try {
-    const [startup] = (await measureStartups([dir], alg)) as [StartupFigures];
-    return { ...(await benchServer(alg, dir, apiKey)), startup };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+/** A spawned process of the bench, stopped with SIGTERM. */
+async function stopProcess(proc: { kill(signal?: NodeJS.Signals): void; exited: Promise<number> }): Promise<void> {
+  proc.kill("SIGTERM");
+  await proc.exited;
+}
+
+/** The loads of a started tokenmint: both token routes (`.../tokens` paced too); for RS256 also the JWKS and discovery. */
+function serverLoads(alg: Alg, server: BenchServer): Load[] {
+  const loads: Load[] = [
+    { name: `tokens ${alg}`, pid: server.pid, spec: server.tokens, paced: true },
+    { name: `tokens ${alg} oauth`, pid: server.pid, spec: server.oauth },
+  ];
+  if (alg === "RS256") {
+    loads.push({ name: "jwks", pid: server.pid, spec: { url: `${server.base}/.well-known/jwks` } });
+    loads.push({ name: "discovery", pid: server.pid, spec: { url: `${server.base}/.well-known/openid-configuration` } });
   }
+  return loads;
 }
 
 /** The floors' POST: the token route's body and headers, at a floor listening on `base`. */
@@ -419,24 +426,30 @@ const floorPostSpec = (base: string) => ({
   headers: { authorization: "Bearer floor-floor-floor-floor-floor-floor", "content-type": "application/json" },
 });
 
-/** The floor, in as many processes as the service's default workers (one per core), its GET answer as long as the JWKS. */
-async function benchFloor(getBytes: number): Promise<Record<string, Measured>> {
+/** Starts scripts/bench/floor.ts with `args` after the port, in as many processes as the service's default workers (one per core). */
+async function startFloorProcess(args: string[], readyPath: string) {
   const port = await freePort();
-  const server = Bun.spawn([process.execPath, join(root, "scripts", "bench", "floor.ts"), String(port), String(cpus().length), String(getBytes)], {
-    stdout: "ignore",
-    stderr: "inherit",
-  });
+  const proc = Bun.spawn([process.execPath, join(root, "scripts", "bench", "floor.ts"), String(port), String(cpus().length), ...args], { stdout: "ignore", stderr: "inherit" });
+  const base = `http://127.0.0.1:${port}`;
   try {
-    const base = `http://127.0.0.1:${port}`;
-    await waitReady(`${base}/jwks`, server);
-    return {
-      "floor POST": await measure(server.pid, floorPostSpec(base)),
-      "floor GET": await measure(server.pid, { url: `${base}/jwks` }),
-    };
-  } finally {
-    server.kill("SIGTERM");
-    await server.exited;
+    await waitReady(`${base}${readyPath}`, proc);
+  } catch (error) {
+    await stopProcess(proc);
+    throw error;
   }
+  return { proc, base };
+}
+
+/** The HTTP floor, its GET answer as long as the JWKS. */
+async function startFloor(getBytes: number): Promise<{ loads: Load[]; stop: () => Promise<void> }> {
+  const { proc, base } = await startFloorProcess([String(getBytes)], "/jwks");
+  return {
+    loads: [
+      { name: "floor POST", pid: proc.pid, spec: floorPostSpec(base) },
+      { name: "floor GET", pid: proc.pid, spec: { url: `${base}/jwks` } },
+    ],
+    stop: () => stopProcess(proc),
+  };
 }
 
 /**
@@ -446,22 +459,18 @@ async function benchFloor(getBytes: number): Promise<Record<string, Measured>> {
  * both the rate and the tail an issuer doing nothing but HTTP and signing gets here stand beside
  * tokenmint's.
  */
-async function benchSigningFloor(alg: Alg): Promise<{ figure: Measured; paced: Paced }> {
-  const port = await freePort();
-  const server = Bun.spawn([process.execPath, join(root, "scripts", "bench", "floor.ts"), String(port), String(cpus().length), "0", alg], { stdout: "ignore", stderr: "inherit" });
+async function startSigningFloor(alg: Alg): Promise<{ loads: Load[]; stop: () => Promise<void> }> {
+  const { proc, base } = await startFloorProcess(["0", alg], "/key");
   try {
-    const base = `http://127.0.0.1:${port}`;
-    await waitReady(`${base}/key`, server);
     const spec = floorPostSpec(base);
     const key = await importJWK((await (await fetch(`${base}/key`)).json()) as JWK);
     const token = ((await (await fetch(spec.url, { method: "POST", headers: spec.headers, body: spec.body })).json()) as { accessToken: string }).accessToken;
     const { protectedHeader } = await jwtVerify(token, key, { audience: "https://bench.example" });
     if (protectedHeader.alg !== alg) throw new Error(`the signing floor signed with ${protectedHeader.alg}, not ${alg}`);
-    const figure = await measure(server.pid, spec);
-    return { figure, paced: await measurePaced(server.pid, spec, figure.perSecond) };
-  } finally {
-    server.kill("SIGTERM");
-    await server.exited;
+    return { loads: [{ name: `floor+sign ${alg}`, pid: proc.pid, spec, paced: true }], stop: () => stopProcess(proc) };
+  } catch (error) {
+    await stopProcess(proc);
+    throw error;
   }
 }
 
@@ -501,41 +510,37 @@ function opensslSignRate(): Record<string, number> {
   };
 }
 
-/** The peer for each algorithm: verify one of its tokens, then load its token endpoint. */
-async function benchPeer(install: PeerInstall): Promise<Record<string, Measured>> {
-  const figures: Record<string, Measured> = {};
+/** The peer for `alg`, started and checked: one of its tokens verifies against its JWKS. */
+async function startPeerServer(install: PeerInstall, alg: Alg): Promise<{ loads: Load[]; stop: () => Promise<void> }> {
   const headers = { authorization: basic(PEER_CLIENT.id, PEER_CLIENT.secret), "content-type": FORM };
-  for (const alg of ALGS) {
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    const peer = await startPeer(install, port, alg, Number(values["peer-workers"]));
-    try {
-      const discovery = (await (await fetch(`${base}/.well-known/openid-configuration`)).json()) as { token_endpoint: string; jwks_uri: string };
-      const answer = (await (await fetch(discovery.token_endpoint, { method: "POST", headers, body: GRANT })).json()) as { access_token?: string; error?: string };
-      if (answer.access_token === undefined) throw new Error(`the peer issued no token: ${JSON.stringify(answer)}`);
-      const { protectedHeader } = await jwtVerify(answer.access_token, createRemoteJWKSet(new URL(discovery.jwks_uri)), { issuer: base, audience: PEER_CLIENT.audience });
-      if (protectedHeader.alg !== alg) throw new Error(`the peer signed with ${protectedHeader.alg}, not ${alg}`);
-      figures[`peer ${alg}`] = await measure(peer.pid, { url: discovery.token_endpoint, method: "POST", body: GRANT, headers });
-    } finally {
-      peer.kill("SIGTERM");
-      await peer.exited;
-    }
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const peer = await startPeer(install, port, alg, Number(values["peer-workers"]));
+  try {
+    const discovery = (await (await fetch(`${base}/.well-known/openid-configuration`)).json()) as { token_endpoint: string; jwks_uri: string };
+    const answer = (await (await fetch(discovery.token_endpoint, { method: "POST", headers, body: GRANT })).json()) as { access_token?: string; error?: string };
+    if (answer.access_token === undefined) throw new Error(`the peer issued no token: ${JSON.stringify(answer)}`);
+    const { protectedHeader } = await jwtVerify(answer.access_token, createRemoteJWKSet(new URL(discovery.jwks_uri)), { issuer: base, audience: PEER_CLIENT.audience });
+    if (protectedHeader.alg !== alg) throw new Error(`the peer signed with ${protectedHeader.alg}, not ${alg}`);
+    return { loads: [{ name: `peer ${alg}`, pid: peer.pid, spec: { url: discovery.token_endpoint, method: "POST", body: GRANT, headers } }], stop: () => stopProcess(peer) };
+  } catch (error) {
+    await stopProcess(peer);
+    throw error;
   }
-  return figures;
 }
 
-/** Rounds of the scale variant's issuance: each loads the seeded and the empty store in turn. */
-const SCALE_ROUNDS = 3;
+/** The median of `runs` by `key` (of an even number, the higher of the middle two). */
+function medianBy<T>(runs: readonly T[], key: (run: T) => number): T {
+  return [...runs].sort((a, b) => key(a) - key(b))[Math.floor(runs.length / 2)] as T;
+}
 
 /** The median of each figure over rounds, by requests per second. */
-function medianRun(runs: readonly Measured[]): Measured {
-  return [...runs].sort((a, b) => a.perSecond - b.perSecond)[Math.floor(runs.length / 2)] as Measured;
-}
+const medianRun = (runs: readonly Measured[]): Measured => medianBy(runs, (run) => run.perSecond);
 
 /**
  * The scale variant: many providers and clients in the store, then the issuance, start-up and
  * memory figures next to an empty store's. Both servers run at once and are loaded in turns
- * (SCALE_ROUNDS rounds, the median of each), and start-up is measured in turns too, so the
+ * (--rounds rounds, the median of each), and start-up is measured in turns too, so the
  * machine's drift lands on both sides of each ratio.
  */
 async function benchScale(): Promise<{ figures: Record<string, Measured>; startup: StartupFigures; emptyStartup: StartupFigures; seed: unknown }> {
@@ -555,7 +560,7 @@ async function benchScale(): Promise<{ figures: Record<string, Measured>; startu
       servers.empty = await startServer(scaleAlg, empty.dir, empty.apiKey);
       const runs: Record<string, Measured[]> = {};
       const add = (name: string, m: Measured) => (runs[name] ??= []).push(m);
-      for (let round = 0; round < SCALE_ROUNDS; round++) {
+      for (let round = 0; round < rounds; round++) {
         for (const route of ["tokens", "oauth"] as const) {
           for (const side of ["scale", "empty"] as const) {
             const server = servers[side];
@@ -573,38 +578,88 @@ async function benchScale(): Promise<{ figures: Record<string, Measured>; startu
   }
 }
 
-// The run.
-const figures: Record<string, Measured> = {};
-const paced: Record<string, Paced> = {};
+// The run: start-up and idle memory of each algorithm first, alone on the machine; then every
+// server at once, loaded in rounds.
 const startup: Record<string, StartupFigures> = {};
-let jwksBytes = 0;
-for (const alg of ALGS) {
-  const run = await benchAlg(alg);
-  Object.assign(figures, run.figures);
-  Object.assign(paced, run.paced);
-  startup[alg] = run.startup;
-  if (alg === "RS256") jwksBytes = run.jwksBytes;
-}
-Object.assign(figures, await benchFloor(jwksBytes));
-for (const alg of ALGS) {
-  const run = await benchSigningFloor(alg);
-  figures[`floor+sign ${alg}`] = run.figure;
-  paced[`floor+sign ${alg}`] = run.paced;
-}
+const prepared = ALGS.map((alg) => ({ alg, ...prepareDataDir(alg) }));
+const stops: (() => Promise<void>)[] = [];
+let peerInstall: PeerInstall | undefined;
 let peer: { version: string; workers: number } | { skipped: string } = { skipped: "--no-peer" };
-if (!values["no-peer"]) {
-  let install: PeerInstall | undefined;
-  try {
-    install = installPeer(values["peer-version"] as string);
-    Object.assign(figures, await benchPeer(install));
-    peer = { version: install.version, workers: Number(values["peer-workers"]) };
-  } catch (error) {
-    peer = { skipped: (error as Error).message };
-    console.error(`bench: peer skipped: ${(error as Error).message}`);
-  } finally {
-    install?.remove();
+let jwksBytes = 0;
+const runs: Record<string, Measured[]> = {};
+const pacedRuns: Record<string, Paced[]> = {};
+const signingRuns: { runtime: Record<string, number>[]; openssl: Record<string, number>[] } = { runtime: [], openssl: [] };
+try {
+  for (const { alg, dir } of prepared) startup[alg] = ((await measureStartups([dir], alg)) as [StartupFigures])[0];
+  const serverLoadList: Load[] = [];
+  for (const { alg, dir, apiKey } of prepared) {
+    const server = await startServer(alg, dir, apiKey);
+    stops.push(server.stop);
+    serverLoadList.push(...serverLoads(alg, server));
+    if (alg === "RS256") jwksBytes = server.jwksBytes;
   }
+  const baselineLoads: Load[] = [];
+  for (const start of [() => startFloor(jwksBytes), ...ALGS.map((alg) => () => startSigningFloor(alg))]) {
+    const started = await start();
+    stops.push(started.stop);
+    baselineLoads.push(...started.loads);
+  }
+  if (!values["no-peer"]) {
+    const peerStops: (() => Promise<void>)[] = [];
+    try {
+      peerInstall = installPeer(values["peer-version"] as string);
+      const peerLoads: Load[] = [];
+      for (const alg of ALGS) {
+        const started = await startPeerServer(peerInstall, alg);
+        peerStops.push(started.stop);
+        peerLoads.push(...started.loads);
+      }
+      baselineLoads.push(...peerLoads);
+      stops.push(...peerStops);
+      peer = { version: peerInstall.version, workers: Number(values["peer-workers"]) };
+    } catch (error) {
+      await Promise.all(peerStops.map((stop) => stop()));
+      peer = { skipped: (error as Error).message };
+      console.error(`bench: peer skipped: ${(error as Error).message}`);
+    }
+  }
+
+  // One step per load, and one for the signing baselines between the service's loads and the
+  // other baselines. Odd rounds take the steps in reverse, so no figure is always measured first.
+  const loadStep = (load: Load) => async (round: number) => {
+    if (round === 0 && warmup > 0) await runWrk({ ...load.spec, connections, threads, seconds: warmup });
+    const peak = await measured(load.pid, { ...load.spec, connections, threads, seconds });
+    (runs[load.name] ??= []).push(peak);
+    if (load.paced) {
+      const previous = pacedRuns[load.name]?.at(-1);
+      (pacedRuns[load.name] ??= []).push(await measurePaced(load.pid, load.spec, peak.perSecond, previous?.delayMs));
+    }
+  };
+  const steps = [
+    ...serverLoadList.map(loadStep),
+    async () => {
+      signingRuns.runtime.push(await allCoresSignRate());
+      signingRuns.openssl.push(opensslSignRate());
+    },
+    ...baselineLoads.map(loadStep),
+  ];
+  for (let round = 0; round < rounds; round++) {
+    console.log(`bench: round ${round + 1} of ${rounds}`);
+    for (const step of round % 2 === 0 ? steps : [...steps].reverse()) await step(round);
+  }
+} finally {
+  await Promise.all(stops.map((stop) => stop()));
+  peerInstall?.remove();
+  for (const { dir } of prepared) rmSync(dir, { recursive: true, force: true });
 }
+/** Errors are counted over every round, not only in the run that stands for them. */
+const withAllErrors = <T extends Measured>(run: T, all: readonly Measured[]): T => ({ ...run, errors: all.reduce((sum, m) => sum + m.errors, 0) });
+const figures: Record<string, Measured> = Object.fromEntries(Object.entries(runs).map(([name, m]) => [name, withAllErrors(medianRun(m), m)]));
+const paced: Record<string, Paced> = Object.fromEntries(Object.entries(pacedRuns).map(([name, m]) => [name, withAllErrors(medianBy(m, (run) => run.p99Ms), m)]));
+/** The median over rounds of each algorithm's signing rate. */
+const medianRates = (perRound: Record<string, number>[]) => Object.fromEntries(ALGS.map((alg) => [alg, medianBy(perRound.map((r) => r[alg] as number), (rate) => rate)]));
+const runtime = medianRates(signingRuns.runtime);
+const openssl = medianRates(signingRuns.openssl);
 let scale: { startup: StartupFigures; emptyStartup: StartupFigures; seed: unknown } | undefined;
 if (values.scale) {
   const run = await benchScale();
@@ -612,9 +667,6 @@ if (values.scale) {
   scale = { startup: run.startup, emptyStartup: run.emptyStartup, seed: run.seed };
 }
 const signers = await singleThreadSigners();
-const runtime = await allCoresSignRate();
-const openssl = opensslSignRate();
-
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !b ? undefined : Math.round((a / b) * 1000) / 1000);
 const ratios: Record<string, number | undefined> = {};
 // The most tokens/s the machine could give if a token cost one floor request plus one signature
@@ -648,19 +700,25 @@ if (scale !== undefined) {
 }
 
 const fmt = (n: number | undefined, digits = 0) => (n === undefined || Number.isNaN(n) ? "-" : n.toFixed(digits));
-console.log(`\nmachine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}; wrk ${threads} threads, ${connections} connections, ${seconds} s after ${warmup} s warm-up\n`);
-console.log("figure                       req/s     p50 ms  p99 ms  max ms  errors  server cpu  rss MiB");
+/** The lowest and highest of a figure over the rounds. */
+const spread = (values: readonly number[], digits = 0) => `${fmt(Math.min(...values), digits)}–${fmt(Math.max(...values), digits)}`;
+console.log(
+  `\nmachine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}; wrk ${threads} threads, ${connections} connections, ${seconds} s after ${warmup} s warm-up; ${rounds} round(s), the median of each figure, errors over all\n`,
+);
+console.log("figure                       req/s     p50 ms  p99 ms  max ms  errors  server cpu  rss MiB  req/s over rounds");
 for (const [name, m] of Object.entries(figures)) {
+  const all = runs[name];
   console.log(
-    `${name.padEnd(27)} ${fmt(m.perSecond).padStart(7)}  ${fmt(m.p50Ms, 2).padStart(7)} ${fmt(m.p99Ms, 2).padStart(7)} ${fmt(m.maxMs, 1).padStart(7)} ${String(m.errors).padStart(7)}  ${fmt(m.serverCpuCores, 2).padStart(10)} ${fmt(m.serverRssMiB, 1).padStart(8)}`,
+    `${name.padEnd(27)} ${fmt(m.perSecond).padStart(7)}  ${fmt(m.p50Ms, 2).padStart(7)} ${fmt(m.p99Ms, 2).padStart(7)} ${fmt(m.maxMs, 1).padStart(7)} ${String(m.errors).padStart(7)}  ${fmt(m.serverCpuCores, 2).padStart(10)} ${fmt(m.serverRssMiB, 1).padStart(8)}  ${all === undefined ? "" : spread(all.map((r) => r.perSecond))}`,
   );
 }
 console.log(`\nlatency at ${PACED_SHARE * 100} % of the peak (each connection waits before each request)`);
-console.log("figure                      target  req/s  share  p50 ms  p99 ms  max ms  errors  server cpu");
+console.log("of the peak of its own round; the run of the median p99 stands for the figure");
+console.log("figure                      target  req/s  share  p50 ms  p99 ms  max ms  errors  server cpu  p99 ms over rounds");
 for (const [name, m] of Object.entries(paced)) {
-  const share = figures[name] === undefined ? undefined : m.perSecond / (figures[name] as Measured).perSecond;
+  const share = m.perSecond / (m.targetPerSecond / PACED_SHARE);
   console.log(
-    `${name.padEnd(26)} ${fmt(m.targetPerSecond).padStart(7)} ${fmt(m.perSecond).padStart(6)}  ${fmt(share, 2).padStart(5)} ${fmt(m.p50Ms, 2).padStart(7)} ${fmt(m.p99Ms, 2).padStart(7)} ${fmt(m.maxMs, 1).padStart(7)} ${String(m.errors).padStart(7)}  ${fmt(m.serverCpuCores, 2).padStart(10)}`,
+    `${name.padEnd(26)} ${fmt(m.targetPerSecond).padStart(7)} ${fmt(m.perSecond).padStart(6)}  ${fmt(share, 2).padStart(5)} ${fmt(m.p50Ms, 2).padStart(7)} ${fmt(m.p99Ms, 2).padStart(7)} ${fmt(m.maxMs, 1).padStart(7)} ${String(m.errors).padStart(7)}  ${fmt(m.serverCpuCores, 2).padStart(10)}  ${spread((pacedRuns[name] ?? []).map((r) => r.p99Ms), 1)}`,
   );
 }
 console.log(`\nstart-up (start to first answer, median of ${STARTS}) and idle RSS, the executable read from disk (all processes; the largest process; its private pages):`);
@@ -677,8 +735,10 @@ console.log(`\nsigners, one thread (sign/s; sign per CPU second)  libcrypto: ${s
 for (const [alg, row] of Object.entries(signers.results)) {
   console.log(`  ${alg.padEnd(6)} ${Object.entries(row).map(([kind, r]) => `${kind} ${r.perSecond} (${r.perCpuSecond}/cpu-s)`).join(", ")}`);
 }
-console.log(`\nsigning/s (all cores)  service's signers: ${ALGS.map((a) => `${a} ${fmt(runtime[a])}`).join(", ")}`);
-console.log(`                       openssl speed:     ${ALGS.map((a) => `${a} ${fmt(openssl[a])}`).join(", ")}`);
+/** A signing rate's median and its spread over the rounds. */
+const rateOverRounds = (median: Record<string, number>, perRound: Record<string, number>[]) => ALGS.map((a) => `${a} ${fmt(median[a])} (${spread(perRound.map((r) => r[a] as number))})`).join(", ");
+console.log(`\nsigning/s (all cores; median, and over rounds)  service's signers: ${rateOverRounds(runtime, signingRuns.runtime)}`);
+console.log(`                                              openssl speed:     ${rateOverRounds(openssl, signingRuns.openssl)}`);
 console.log(`ceiling (floor + signing): ${ALGS.map((a) => `${a} ${fmt(ceiling[a])}`).join(", ")} tokens/s`);
 console.log(`peer: ${"skipped" in peer ? `skipped (${peer.skipped})` : `oidc-provider ${peer.version} under Node ${Bun.spawnSync(["node", "--version"]).stdout.toString().trim()}, ${peer.workers} process(es)`}\n`);
 for (const [name, value] of Object.entries(ratios)) console.log(`${name.padEnd(32)} ${fmt(value, 3)}`);
@@ -686,6 +746,6 @@ for (const [name, value] of Object.entries(ratios)) console.log(`${name.padEnd(3
 const out = resolve(values.out as string);
 writeFileSync(
   out,
-  `${JSON.stringify({ machine: { cores: cpus().length, cpu: cpus()[0]?.model }, settings: { threads, connections, seconds, warmup, pacedShare: PACED_SHARE, floorProcesses: cpus().length, floorGetBytes: jwksBytes }, figures, paced, startup, scale, signers, signing: { runtime, openssl }, ceiling, peer, ratios }, null, 2)}\n`,
+  `${JSON.stringify({ machine: { cores: cpus().length, cpu: cpus()[0]?.model }, settings: { threads, connections, seconds, warmup, rounds, pacedShare: PACED_SHARE, floorProcesses: cpus().length, floorGetBytes: jwksBytes }, figures, paced, startup, scale, signers, signing: { runtime, openssl }, ceiling, peer, ratios, rounds: { perSecond: Object.fromEntries(Object.entries(runs).map(([name, m]) => [name, m.map((r) => Math.round(r.perSecond))])), pacedP99Ms: Object.fromEntries(Object.entries(pacedRuns).map(([name, m]) => [name, m.map((r) => r.p99Ms)])), signing: signingRuns } }, null, 2)}\n`,
 );
 console.log(`\nwrote ${out}`);
