@@ -20,6 +20,7 @@ import {
   jwksMaxAge,
   keysByState,
   nextKeyReadyAt,
+  nextPruneAt,
   pruneKeySet,
   replaceNextKey,
   revokeKey,
@@ -317,8 +318,7 @@ export class KeyService {
         return this.#o.now();
       }
       if (keysByState(set).next.alg !== policy.signingAlg) return this.#o.now();
-      due = Math.min(due, scheduledRotationAt(set, policy.rotationPeriod, jwksMaxAge(policy.rotationPeriod)) ?? due);
-      for (const key of set.keys) if (key.state === "retired" && key.removedFromJwksAt !== undefined) due = Math.min(due, key.removedFromJwksAt);
+      due = Math.min(due, this.#nextRotation(projectId, set) ?? due, nextPruneAt(set) ?? due);
     }
     return due;
   }

@@ -115,6 +115,13 @@ export function replaceNextKey(set: KeySetRecord, replacement: SigningKeyRecord)
 }
 
 /** Drops retired keys whose last token has expired; undefined when nothing changes. */
+/** When `pruneKeySet` next removes a key: the earliest time a retired key leaves the JWKS (undefined: none will). */
+export function nextPruneAt(set: KeySetRecord): number | undefined {
+  let at: number | undefined;
+  for (const k of set.keys) if (k.state === "retired" && k.removedFromJwksAt !== undefined && (at === undefined || k.removedFromJwksAt < at)) at = k.removedFromJwksAt;
+  return at;
+}
+
 export function pruneKeySet(set: KeySetRecord, now: number): KeySetRecord | undefined {
   const keys = set.keys.filter((k) => k.state !== "retired" || (k.removedFromJwksAt ?? Infinity) > now);
   return keys.length === set.keys.length ? undefined : { ...set, version: set.version + 1, keys };
