@@ -11,8 +11,8 @@ import { directLane } from "./http/direct.ts";
 import { auth, type Principals } from "./http/plugins/auth.ts";
 import { bodyParser } from "./http/plugins/body-parser.ts";
 import { errorHandler } from "./http/plugins/error-handler.ts";
-import { requestLog } from "./http/plugins/request-log.ts";
-import { type RouteDef, type RouteInput } from "./http/route.ts";
+import { logRequest, requestLog, UNMATCHED_ROUTE } from "./http/plugins/request-log.ts";
+import { hasUsableUrl, type RouteDef, type RouteInput, UNUSABLE_HOST_MESSAGE } from "./http/route.ts";
 import { healthRoutes } from "./http/routes/health.ts";
 import { oauthRoutes } from "./http/routes/oauth.ts";
 import { clientJwksRoutes } from "./http/routes/v1/client-jwks.ts";
@@ -24,6 +24,7 @@ import { providerRoutes } from "./http/routes/v1/providers.ts";
 import { tokenRoutes } from "./http/routes/v1/tokens.ts";
 import { wellKnownRoutes } from "./http/routes/well-known.ts";
 import { answerAtEndOfTurn, releaseAtEndOfTurn } from "./runtime/end-of-turn.ts";
+import { AppError, toErrorResponse } from "./errors.ts";
 import { VERSION } from "./version.ts";
 
 /** Every route of the service, in registration order. */
@@ -90,6 +91,16 @@ export function buildApp(ctx: AppContext, routes: RouteDef[] = routeTable(ctx)) 
 export type App = ReturnType<typeof buildApp>;
 
 /**
+ * The answer to a request whose URL is not absolute (route.ts hasUsableUrl): 400, before routing
+ * or authentication, since neither the project nor the path can be trusted. Logged without its path.
+ */
+function refuseUnusableHost(ctx: AppContext, request: Request): Response {
+  const { status, body } = toErrorResponse(new AppError("invalid_request", UNUSABLE_HOST_MESSAGE));
+  logRequest(ctx.logger, ctx.metrics, request.method, UNMATCHED_ROUTE, "", status, undefined);
+  return Response.json(body, { status });
+}
+
+/**
  * The fetch handler `serve` listens with, and the app behind it. The routes asked most, token
  * issuance and discovery, are answered by the direct lane (http/direct.ts), without Elysia's
  * per-request pipeline, whenever all goes well; the app answers everything else, refusals of those
@@ -101,6 +112,7 @@ export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Reques
   const app = buildApp(ctx, routes);
   const direct = directLane(ctx, routes, app);
   const fetch = (request: Request): Response | Promise<Response> => {
+    if (!hasUsableUrl(request)) return refuseUnusableHost(ctx, request);
     const answer = direct(request) ?? app.handle(request);
     return answer instanceof Promise ? releaseAtEndOfTurn(answer) : answerAtEndOfTurn(answer);
   };

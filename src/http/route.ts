@@ -66,11 +66,12 @@ export function matchPath(routes: readonly Pick<RouteDef, "method" | "path">[], 
 /**
  * The path of a request URL, without building a URL object (every request asks for it). A
  * request's `url` is already serialized, its path normalized, so this is its URL's `pathname`:
- * up to the query or fragment.
+ * up to the query or fragment. A `url` that is only a path (what Bun.serve gives when the Host
+ * header is missing or unusable; such requests are refused, see hasUsableUrl) is read as one.
  */
 export function pathOf(url: string): string {
-  const authority = url.indexOf("//") + 2;
-  let start = authority;
+  const scheme = url.indexOf("://");
+  let start = url.charCodeAt(0) === 47 /* "/" */ || scheme === -1 ? 0 : scheme + 3;
   while (start < url.length && url[start] !== "/" && url[start] !== "?" && url[start] !== "#") start++;
   if (url[start] !== "/") return "/";
   let end = url.indexOf("?", start);
@@ -90,3 +91,14 @@ export const isOAuthPath = (pathname: string) => pathname === "/oauth" || pathna
  * from), else the URL's host for requests built in-process. `X-Forwarded-Host` is never read.
  */
 export const requestHost = (request: Request): string => request.headers.get("host") ?? new URL(request.url).host;
+
+/**
+ * Whether a request's URL is absolute and well-formed. Bun.serve builds `request.url` from the
+ * Host header; without one (HTTP/1.0), or with one that is not a host (`a b`, `a/b`, `[::1`), the
+ * URL is only a path or cannot be parsed, and nothing that depends on the host (the project, the
+ * issuer) can be decided: such a request is refused before anything else (app.ts).
+ */
+export const hasUsableUrl = (request: Request): boolean => URL.canParse(request.url);
+
+/** The refusal of a request without a usable Host header. */
+export const UNUSABLE_HOST_MESSAGE = "The request needs a Host header naming the host it was sent to.";

@@ -5,6 +5,7 @@
  * The listener is not the API: it has no auth, no request log and no other route.
  */
 import { AppError, toErrorResponse } from "../errors.ts";
+import { pathOf } from "../http/route.ts";
 import { EXPOSITION_CONTENT_TYPE } from "./registry.ts";
 
 /** The path Prometheus scrapes. */
@@ -12,7 +13,7 @@ export const METRICS_PATH = "/metrics";
 
 export function metricsHandler(render: () => string): (request: Request) => Response {
   return (request) => {
-    const { pathname } = new URL(request.url);
+    const pathname = pathOf(request.url);
     if (pathname === METRICS_PATH && (request.method === "GET" || request.method === "HEAD")) {
       const headers = { "content-type": EXPOSITION_CONTENT_TYPE, "cache-control": "no-store" };
       return new Response(request.method === "HEAD" ? null : render(), { headers });
@@ -25,7 +26,7 @@ export function metricsHandler(render: () => string): (request: Request) => Resp
 /** The same for a `render` that has to wait (the primary of several workers asks each of them). */
 export function asyncMetricsHandler(render: () => Promise<string>): (request: Request) => Promise<Response> {
   return async (request) => {
-    const wanted = request.method === "GET" && new URL(request.url).pathname === METRICS_PATH;
+    const wanted = request.method === "GET" && pathOf(request.url) === METRICS_PATH;
     const text = wanted ? await render() : "";
     return metricsHandler(() => text)(request);
   };

@@ -27,4 +27,11 @@ describe("pathOf", () => {
       expect(new URL(url).pathname).toBe("/");
     }
   });
+
+  test("a URL that is only a path (no usable Host header) is read as that path", () => {
+    expect(pathOf("/v1/providers/x")).toBe("/v1/providers/x");
+    expect(pathOf("/v1/providers?next=http://h/other")).toBe("/v1/providers");
+    expect(pathOf("/.well-known/jwks#x")).toBe("/.well-known/jwks");
+    expect(pathOf("/")).toBe("/");
+  });
 });

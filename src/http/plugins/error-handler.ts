@@ -46,7 +46,7 @@ export function toAppError(error: unknown, code: string, method: string, url: st
     return new AppError("conflict", `${error.message.charAt(0).toUpperCase()}${error.message.slice(1)}.`);
   }
   if (error instanceof ValidationError && error.type !== "response") {
-    return new AppError("invalid_request", describeValidation(error, isOAuthPath(new URL(url).pathname)));
+    return new AppError("invalid_request", describeValidation(error, isOAuthPath(pathOf(url))));
   }
   if (code === "PARSE") {
     // Elysia wraps whatever the body parser throws (413, 415, bad JSON) in its ParseError.
@@ -54,7 +54,7 @@ export function toAppError(error: unknown, code: string, method: string, url: st
     return cause instanceof AppError ? cause : new AppError("invalid_request", "The request body is not valid JSON.");
   }
   if (code === "NOT_FOUND") {
-    const pathname = new URL(url).pathname;
+    const pathname = pathOf(url);
     const known = matchPath(routes, pathname);
     if (known !== undefined) {
       return new AppError("method_not_allowed", `${method} is not supported on ${known.path}; use ${known.methods.join(", ")}.`, {

@@ -1,0 +1,143 @@
+/**
+ * Requests whose Host header is missing or not a host, sent over a real socket: Bun.serve then
+ * builds a `request.url` that is only a path, or that cannot be parsed. Every such request is a
+ * `400 invalid_request` in the usual shape, before authentication and routing, and changes nothing.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { metricsHandler } from "../../src/metrics/endpoint.ts";
+import { buildTestApp, createProviderAndClient, type TestApp } from "../helpers/app.ts";
+
+interface RawAnswer {
+  status: number;
+  headers: string;
+  body: string;
+}
+
+/** Sends `head` (lines joined with CRLF, then a blank line) and `body` as they are; resolves the answer. */
+function raw(port: number, head: string[], body = ""): Promise<RawAnswer> {
+  const request = `${head.join("\r\n")}\r\n${body === "" ? "" : `Content-Length: ${Buffer.byteLength(body)}\r\n`}Connection: close\r\n\r\n${body}`;
+  return new Promise((resolve, reject) => {
+    const chunks: Uint8Array[] = [];
+    Bun.connect({
+      hostname: "127.0.0.1",
+      port,
+      socket: {
+        open(socket) {
+          socket.write(request);
+        },
+        data(_socket, data) {
+          chunks.push(new Uint8Array(data));
+        },
+        close() {
+          const text = Buffer.concat(chunks).toString("utf8");
+          const match = /^HTTP\/1\.[01] (\d{3})[^\r\n]*\r\n([\s\S]*?)\r\n\r\n([\s\S]*)$/.exec(text);
+          if (match === null) reject(new Error(`malformed answer: ${JSON.stringify(text.slice(0, 120))}`));
+          else resolve({ status: Number(match[1]), headers: (match[2] as string).toLowerCase(), body: match[3] as string });
+        },
+        error(_socket, error) {
+          reject(error);
+        },
+        connectError(_socket, error) {
+          reject(error);
+        },
+      },
+    }).catch(reject);
+  });
+}
+
+describe("a request without a usable Host header", () => {
+  let t: TestApp;
+  let server: ReturnType<typeof Bun.serve>;
+  const lines: string[] = [];
+  let tokensPath = "";
+  beforeAll(async () => {
+    t = await buildTestApp({ logLines: lines });
+    const { providerId, clientId } = await createProviderAndClient(t);
+    tokensPath = `/v1/providers/${providerId}/clients/${clientId}/tokens`;
+    server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: t.fetch, development: false });
+  });
+  afterAll(async () => {
+    await server.stop(true);
+    await t.close();
+  });
+
+  /** Each way of sending no usable host: the request line's version, then the Host line (if any). */
+  const hosts: [string, string | undefined][] = [
+    ["HTTP/1.0", undefined],
+    ["HTTP/1.1", ""],
+    ["HTTP/1.1", "a b"],
+    ["HTTP/1.1", "a/b"],
+    ["HTTP/1.1", "a@b"],
+    ["HTTP/1.1", "@"],
+    ["HTTP/1.1", "?"],
+    ["HTTP/1.1", "#"],
+    ["HTTP/1.1", "[::1"],
+  ];
+  const send = (method: string, path: string, version: string, host: string | undefined, extra: string[] = [], body = "") =>
+    raw(server.port as number, [`${method} ${path} ${version}`, ...(host === undefined ? [] : [`Host: ${host}`]), ...extra], body);
+
+  const expect400 = (answer: RawAnswer, label: string) => {
+    expect({ label, status: answer.status }).toEqual({ label, status: 400 });
+    expect(answer.headers).toContain("content-type: application/json");
+    const body = JSON.parse(answer.body) as { code: string; message: string };
+    expect(Object.keys(body).sort()).toEqual(["code", "message"]);
+    expect(body.code).toBe("invalid_request");
+    expect(body.message).toContain("Host");
+  };
+
+  test("a management write without an API key is refused and creates nothing", async () => {
+    for (const [version, host] of hosts) {
+      const label = `${version} Host=${JSON.stringify(host)}`;
+      expect400(await send("POST", "/v1/providers", version, host, ["Content-Type: application/json"], '{"name":"sneaky"}'), label);
+      expect400(await send("GET", "/v1/providers", version, host), label);
+      expect400(await send("DELETE", "/v1/providers/00000000-0000-7000-8000-000000000000", version, host), label);
+    }
+    const providers = (await (await t.api("GET", "/v1/providers")).json()) as { items: { name: string }[] };
+    expect(providers.items.map((p) => p.name)).toEqual(["payments"]);
+  });
+
+  test("token issuance and discovery are refused the same way, API key or not", async () => {
+    for (const [version, host] of hosts) {
+      const label = `${version} Host=${JSON.stringify(host)}`;
+      expect400(await send("POST", tokensPath, version, host, [`Authorization: Bearer ${t.apiKey}`]), label);
+      expect400(await send("POST", tokensPath, version, host), label);
+      expect400(await send("GET", "/.well-known/jwks", version, host), label);
+      expect400(await send("POST", "/oauth/token", version, host, ["Content-Type: application/x-www-form-urlencoded"], "grant_type=client_credentials"), label);
+    }
+  });
+
+  test("the same requests with a usable Host are answered as usual", async () => {
+    expect((await send("GET", "/v1/providers", "HTTP/1.1", "127.0.0.1")).status).toBe(401);
+    expect((await send("GET", "/.well-known/jwks", "HTTP/1.0", "localhost")).status).toBe(200);
+    expect((await send("POST", tokensPath, "HTTP/1.1", "localhost:1234", [`Authorization: Bearer ${t.apiKey}`])).status).toBe(201);
+  });
+
+  test("what is logged is one JSON request line each, with no path, id or stack", async () => {
+    lines.length = 0;
+    await send("POST", tokensPath, "HTTP/1.1", "a b", [`Authorization: Bearer ${t.apiKey}`]);
+    expect(lines.length).toBe(1);
+    const line = JSON.parse(lines[0] as string) as Record<string, unknown>;
+    expect(line).toMatchObject({ msg: "request", method: "POST", route: "(unmatched)", status: 400 });
+    expect(lines[0]).not.toContain(tokensPath.split("/")[3] as string);
+    expect(lines[0]).not.toContain("stack");
+  });
+});
+
+describe("the metrics listener", () => {
+  test("answers a scrape without a usable Host header, and 404 JSON for other paths, never a 500", async () => {
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: metricsHandler(() => "up 1\n"), development: false });
+    try {
+      const port = server.port as number;
+      for (const host of [[], ["Host: a b"], ["Host: [::1"]]) {
+        const scrape = await raw(port, ["GET /metrics HTTP/1.0", ...host]);
+        expect({ status: scrape.status, body: scrape.body }).toEqual({ status: 200, body: "up 1\n" });
+        const other = await raw(port, ["GET /v1/providers HTTP/1.0", ...host]);
+        expect(other.status).toBe(404);
+        expect((JSON.parse(other.body) as { code: string }).code).toBe("not_found");
+      }
+    } finally {
+      await server.stop(true);
+    }
+  });
+});
+
