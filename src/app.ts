@@ -10,7 +10,7 @@ import { openApiDocument } from "./http/openapi.ts";
 import { directLane } from "./http/direct.ts";
 import { auth, type Principals } from "./http/plugins/auth.ts";
 import { bodyParser } from "./http/plugins/body-parser.ts";
-import { errorHandler } from "./http/plugins/error-handler.ts";
+import { errorAnswer, errorHandler } from "./http/plugins/error-handler.ts";
 import { logRequest, requestLog, UNMATCHED_ROUTE } from "./http/plugins/request-log.ts";
 import { hasUsableUrl, type RouteDef, type RouteInput, UNUSABLE_HOST_MESSAGE } from "./http/route.ts";
 import { healthRoutes } from "./http/routes/health.ts";
@@ -24,7 +24,7 @@ import { providerRoutes } from "./http/routes/v1/providers.ts";
 import { tokenRoutes } from "./http/routes/v1/tokens.ts";
 import { wellKnownRoutes } from "./http/routes/well-known.ts";
 import { answerAtEndOfTurn, releaseAtEndOfTurn } from "./runtime/end-of-turn.ts";
-import { AppError, toErrorResponse } from "./errors.ts";
+import { AppError } from "./errors.ts";
 import { VERSION } from "./version.ts";
 
 /** Every route of the service, in registration order. */
@@ -92,12 +92,13 @@ export type App = ReturnType<typeof buildApp>;
 
 /**
  * The answer to a request whose URL is not absolute (route.ts hasUsableUrl): 400, before routing
- * or authentication, since neither the project nor the path can be trusted. Logged without its path.
+ * or authentication, since neither the project nor the route can be trusted; in the OAuth form
+ * under /oauth/. Logged without its path.
  */
-function refuseUnusableHost(ctx: AppContext, request: Request): Response {
-  const { status, body } = toErrorResponse(new AppError("invalid_request", UNUSABLE_HOST_MESSAGE));
+function refuseUnusableHost(ctx: AppContext, routes: readonly RouteDef[], request: Request): Response {
+  const { status, headers, body } = errorAnswer(ctx.logger, routes, new AppError("invalid_request", UNUSABLE_HOST_MESSAGE), "UNKNOWN", request, undefined);
   logRequest(ctx.logger, ctx.metrics, request.method, UNMATCHED_ROUTE, "", status, undefined);
-  return Response.json(body, { status });
+  return Response.json(body, { status, headers });
 }
 
 /**
@@ -112,7 +113,7 @@ export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Reques
   const app = buildApp(ctx, routes);
   const direct = directLane(ctx, routes, app);
   const fetch = (request: Request): Response | Promise<Response> => {
-    if (!hasUsableUrl(request)) return refuseUnusableHost(ctx, request);
+    if (!hasUsableUrl(request)) return refuseUnusableHost(ctx, routes, request);
     const answer = direct(request) ?? app.handle(request);
     return answer instanceof Promise ? releaseAtEndOfTurn(answer) : answerAtEndOfTurn(answer);
   };

@@ -23,6 +23,33 @@ describe("errors", () => {
     await expectError(await t.api("POST", "/v1/providers", "{\"name\":", { "content-type": "application/json" }), 400, "invalid_request", "JSON");
   });
 
+  describe("400 for a body nested too deeply, before it is parsed", () => {
+    const nested = (depth: number, open = "[", close = "]") => `{"name":"a","x":${open.repeat(depth)}${close.repeat(depth)}}`;
+
+    test("on a management write and on token issuance, answered at once and changing nothing", async () => {
+      const { providerId, clientId } = await createProviderAndClient(t);
+      for (const [open, close, depth] of [["[", "]", 30_000], ['{"a":', "}", 10_000]] as const) {
+        const body = nested(depth, open, close);
+        expect(body.length).toBeLessThan(MAX_BODY);
+        await expectError(await t.api("POST", "/v1/providers", body, { "content-type": "application/json" }), 400, "invalid_request", "levels deep");
+        const tokens = `/v1/providers/${providerId}/clients/${clientId}/tokens`;
+        await expectError(await t.api("POST", tokens, body, { "content-type": "application/json" }), 400, "invalid_request", "levels deep");
+      }
+      const list = (await (await t.api("GET", "/v1/providers?limit=100")).json()) as { items: { name: string }[] };
+      expect(list.items.some((p) => p.name === "a")).toBe(false);
+    });
+
+    test("32 levels are parsed (and then validated as usual); brackets inside strings do not count", async () => {
+      // Depth 32 in all: the body object and 31 arrays; the field is unknown to the schema.
+      await expectError(await t.api("POST", "/v1/providers", nested(31), { "content-type": "application/json" }), 400, "invalid_request", "Unknown field 'x'");
+      await expectError(await t.api("POST", "/v1/providers", nested(32), { "content-type": "application/json" }), 400, "invalid_request", "levels deep");
+      const bracketed = "[{\\\"".repeat(100);
+      const res = await t.api("POST", "/v1/providers", `{"name":"brackets","description":"${bracketed}"}`, { "content-type": "application/json" });
+      expect(res.status).toBe(201);
+      expect(((await res.json()) as { description: string }).description).toBe('[{"'.repeat(100));
+    });
+  });
+
   describe("401", () => {
     const expect401 = async (res: Response, expired: boolean) => {
       const challenge = res.headers.get("www-authenticate");

@@ -102,7 +102,10 @@ describe("a request without a usable Host header", () => {
       expect400(await send("POST", tokensPath, version, host, [`Authorization: Bearer ${t.apiKey}`]), label);
       expect400(await send("POST", tokensPath, version, host), label);
       expect400(await send("GET", "/.well-known/jwks", version, host), label);
-      expect400(await send("POST", "/oauth/token", version, host, ["Content-Type: application/x-www-form-urlencoded"], "grant_type=client_credentials"), label);
+      // Under /oauth/, in the RFC 6749 form.
+      const oauth = await send("POST", "/oauth/token", version, host, ["Content-Type: application/x-www-form-urlencoded"], "grant_type=client_credentials");
+      expect({ label, status: oauth.status, cache: oauth.headers.includes("cache-control: no-store") }).toEqual({ label, status: 400, cache: true });
+      expect(JSON.parse(oauth.body)).toEqual({ error: "invalid_request", error_description: expect.stringContaining("Host") });
     }
   });
 

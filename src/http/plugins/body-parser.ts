@@ -33,6 +33,29 @@ function utf8(bytes: Uint8Array): string {
   }
 }
 
+/**
+ * The deepest nesting of objects and arrays a JSON body may have. No request schema goes past a
+ * few levels; a body nested thousands deep (a few KiB) would only cost stack and memory later.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/** Whether JSON `text` nests objects and arrays deeper than `max` (brackets inside strings do not count). */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 /* { */ || c === 91 /* [ */) {
+      if (++depth > max) return true;
+    } else if (c === 125 /* } */ || c === 93 /* ] */) depth--;
+  }
+  return false;
+}
+
 /** The body's bytes parsed per the contract, or the matching AppError (empty is `{}`). */
 export function parseJsonBytes(bytes: Uint8Array, contentType: string | null): unknown {
   if (bytes.byteLength === 0) return {};
@@ -40,6 +63,9 @@ export function parseJsonBytes(bytes: Uint8Array, contentType: string | null): u
     throw new AppError("unsupported_media_type", "The request body must be JSON, sent with 'Content-Type: application/json'.");
   }
   const text = utf8(bytes);
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+    throw new AppError("invalid_request", `The request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep.`);
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
