@@ -102,10 +102,12 @@ function refuseUnusableHost(ctx: AppContext, routes: readonly RouteDef[], reques
 }
 
 /**
- * The fetch handler `serve` listens with, and the app behind it. The routes asked most, token
- * issuance and discovery, are answered by the direct lane (http/direct.ts), without Elysia's
- * per-request pipeline, whenever all goes well; the app answers everything else, refusals of those
- * routes included. Every answer leaves at the end of the loop's turn, with the others of that
+ * The fetch handler `serve` listens with, and the app behind it. Each request first checks that
+ * the process's memory is up to the data (keys/key-service.ts follow; it waits only when
+ * something was written since the last request). The routes asked most, token issuance and
+ * discovery, are answered by the direct lane (http/direct.ts), without Elysia's per-request
+ * pipeline, whenever all goes well; the app answers everything else, refusals of those routes
+ * included. Every answer leaves at the end of the loop's turn, with the others of that
  * turn (runtime/end-of-turn.ts).
  */
 export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Request) => Response | Promise<Response> } {
@@ -114,7 +116,9 @@ export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Reques
   const direct = directLane(ctx, routes, app);
   const fetch = (request: Request): Response | Promise<Response> => {
     if (!hasUsableUrl(request)) return refuseUnusableHost(ctx, routes, request);
-    const answer = direct(request) ?? app.handle(request);
+    // Whatever was written before this request, by any process, is what it sees.
+    const caughtUp = ctx.keys.follow();
+    const answer = caughtUp === undefined ? (direct(request) ?? app.handle(request)) : caughtUp.then(() => direct(request) ?? app.handle(request));
     return answer instanceof Promise ? releaseAtEndOfTurn(answer) : answerAtEndOfTurn(answer);
   };
   return { app, fetch };

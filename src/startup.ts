@@ -56,8 +56,9 @@ async function unlockMasterKey(store: Store, config: Config, logger: Logger): Pr
 
 export interface OpenContextOptions {
   /**
-   * Keep the token path's reads in memory (CachingStore): for the server, whose cache the
-   * serve loop polls. CLI commands read once and exit, so they read the data directly.
+   * Keep the token path's reads in memory (CachingStore): for the server, whose every request
+   * checks the change counter first (keys/key-service.ts follow). CLI commands read once and
+   * exit, so they read the data directly.
    */
   cache?: boolean;
   /**

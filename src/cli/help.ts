@@ -34,7 +34,7 @@ Settings (environment variable, flag, meaning):
 ${SETTINGS_HELP}
 
 Commands work on the data directory while the server runs (restore excepted); the server sees
-their changes within a second. A backup holds signing keys sealed under the master key but never
+their changes from its next request on. A backup holds signing keys sealed under the master key but never
 the master key itself: keep the master key separately. Exit code 0 on success, 1 on failure (one
 line on stderr), 2 on a usage error.`,
   serve: `Usage: tokenmint serve [--host HOST] [--port PORT] [--public-url URL] [--data-dir DIR]
@@ -69,7 +69,7 @@ Discovery, JWKS and /oauth/ requests are routed by their Host header. Settings l
 the instance's TOKENMINT_SIGNING_ALG and TOKENMINT_KEY_ROTATION_PERIOD (token lifetime: 3600).
 Create the project's first API key with 'tokenmint apikeys create --project SLUG --name NAME';
 that key manages the project through /v1 (GET/PATCH /v1/project changes its settings).
-A running server serves a new project within a second. Takes --data-dir like serve.`,
+A running server serves a new project from its next request on. Takes --data-dir like serve.`,
   keys: `Usage:
   tokenmint keys list [--json]
   tokenmint keys rotate [--json]

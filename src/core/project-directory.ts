@@ -4,8 +4,9 @@
  * indexed: discovery, JWKS and OAuth requests find their project by the `Host` header without a
  * store read. The issuer of a host comes from the project's configuration, never from the header:
  * a host that names no project is the default project at the public URL, and `X-Forwarded-Host`
- * is never read. `refresh` re-reads the projects (the key service calls it on its timer), so a
- * project created or changed by another process is served within a second. A host is matched to
+ * is never read. `refresh` re-reads the projects (the key service calls it when the data changed,
+ * keys/key-service.ts follow, and on its timer), so a project created or changed by another
+ * process is served from the next request on. A host is matched to
  * its project only once the project can be served (`serves`: its signing keys are loaded); until
  * then the host stays the default project's, as it was before the project existed.
  */

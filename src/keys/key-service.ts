@@ -4,7 +4,10 @@
  * set, rotates on the timer (and catches up a rotation missed while stopped), revokes, prunes,
  * and keeps each project's KeyRing in memory. Every change is a compare-and-swap on the key set,
  * so two processes on one data file never both rotate. Keys are generated outside the swap.
- * A change made by another process (the CLI) is picked up by `tick`, which runs twice a second, so the change is served within a second.
+ * A change made by another process (another worker, the CLI) is picked up by `follow`, which the
+ * server calls at the start of every request: when the store's change counter moved, the request
+ * waits until the project directory and the loaded rings are up to the data. Where the store
+ * cannot be read that way, `tick`, which runs twice a second, picks it up within a second.
  * A tick that finds the store's change counter where the last full pass left it, before any
  * loaded set is due for a rotation or a removal, has nothing to do and reads nothing else.
  */
@@ -91,6 +94,10 @@ export class KeyService {
    * time the first loaded set is due for maintenance. Until either moves, a tick is skipped.
    */
   #quiet: { seq: number; until: number } | undefined;
+  /** The change counter the directory and the rings were last brought up to by `follow`. */
+  #followed: number | undefined;
+  /** The catch-up `follow` runs now, and the counter it brings them up to. */
+  #catchingUp: { seq: number; done: Promise<void> } | undefined;
 
   constructor(options: KeyServiceOptions) {
     this.#o = options;
@@ -149,11 +156,16 @@ export class KeyService {
     return set;
   }
 
-  /** Reloads the ring if the stored set changed since it was built. */
+  /**
+   * Reloads the ring if the stored set changed since it was built. Versions only grow: a ring
+   * built meanwhile from a later set (by a concurrent refresh) is kept.
+   */
   async #refresh(projectId: string, set?: KeySetRecord): Promise<void> {
     const latest = set ?? (await this.#read(projectId));
-    if (this.#loaded.get(projectId)?.set.version === latest.version) return;
-    this.#loaded.set(projectId, { ring: await KeyRing.build(latest, this.#o.masterKey, this.#o.signers), set: latest });
+    if ((this.#loaded.get(projectId)?.set.version ?? -1) >= latest.version) return;
+    const ring = await KeyRing.build(latest, this.#o.masterKey, this.#o.signers);
+    if ((this.#loaded.get(projectId)?.set.version ?? -1) >= latest.version) return;
+    this.#loaded.set(projectId, { ring, set: latest });
   }
 
   /**
@@ -277,6 +289,60 @@ export class KeyService {
 
 
   /**
+   * Brings what requests read from memory (the project directory through the `projects` option,
+   * and every loaded ring) up to the data as it is now, when the store can tell that cheaply
+   * (`Store#changeSeqNow`): undefined when nothing was written since the last time, which is one
+   * synchronous read; else a promise that resolves once they are up to date (a ring is rebuilt
+   * only if its stored set changed; projects created meanwhile are loaded). It never rejects: a
+   * failure is logged and the next call tries again. Rotation and pruning stay with `tick`.
+   */
+  follow(): Promise<void> | undefined {
+    const read = this.#o.store.changeSeqNow;
+    if (read === undefined) return undefined;
+    let seq: number;
+    try {
+      seq = read.call(this.#o.store);
+    } catch (error) {
+      this.#o.logger.error("reading the change counter failed", { error: (error as Error).message });
+      return undefined;
+    }
+    if (seq === this.#followed) return undefined;
+    const running = this.#catchingUp;
+    if (running !== undefined && running.seq >= seq) return running.done;
+    // After the one running (if any): what it read may predate the write just seen.
+    const done = (running?.done ?? Promise.resolve()).then(async () => {
+      if (this.#followed !== undefined && this.#followed >= seq) return;
+      if (await this.#catchUp()) this.#followed = seq;
+    });
+    const current = { seq, done };
+    this.#catchingUp = current;
+    void done.finally(() => {
+      if (this.#catchingUp === current) this.#catchingUp = undefined;
+    });
+    return done;
+  }
+
+  /** The project directory and every loaded ring brought up to the data; false if a part failed (logged). */
+  async #catchUp(): Promise<boolean> {
+    let caughtUp = true;
+    try {
+      if (this.#o.projects !== undefined && !(await this.#syncProjects(await this.#o.projects()))) caughtUp = false;
+    } catch (error) {
+      caughtUp = false;
+      this.#o.logger.error("reading the projects failed", { error: (error as Error).message });
+    }
+    for (const projectId of this.#loaded.keys()) {
+      try {
+        await this.#refresh(projectId);
+      } catch (error) {
+        caughtUp = false;
+        this.#o.logger.error("reading a project's signing keys failed", { error: (error as Error).message });
+      }
+    }
+    return caughtUp;
+  }
+
+  /**
    * One maintenance pass: load projects created meanwhile (drop deleted ones), then for every
    * loaded project pick up outside changes, rotate, prune.
    */
@@ -339,7 +405,7 @@ export class KeyService {
     return loaded;
   }
 
-  /** Starts the maintenance timer (twice a second: outside changes are served within a second). */
+  /** Starts the maintenance timer (twice a second: rotations are made on time, and outside changes are picked up within a second where `follow` cannot). */
   start(intervalMs = 500): void {
     this.#timer ??= setInterval(() => void this.tick(), intervalMs);
   }

@@ -10,7 +10,10 @@
  * - a write made anywhere else (another worker, the CLI) moves the backend's change counter
  *   (`Store#changeSeq`); when a check sees it moved, everything is dropped.
  * Answers are served from memory only while the last check of the counter is at most
- * `maxStalenessMs` old. `start()` checks every `pollIntervalMs`, so with the timer running the
+ * `maxStalenessMs` old. Where the store behind offers `changeSeqNow`, so does this one, and a
+ * call of it is a check: the server makes one at the start of every request
+ * (keys/key-service.ts follow), so what a request reads from memory is never older than the data
+ * was when the request began. `start()` checks every `pollIntervalMs`, so with the timer running the
  * token path never waits for a check; without it (or while the event loop is stalled), the next
  * read checks the counter itself before it trusts memory. So an outside change is served after
  * `maxStalenessMs` at the latest, whether or not the timer runs.
@@ -132,6 +135,7 @@ export class CachingStore implements Store {
     this.#clientsById = new BoundedMap(max);
     this.#secrets = new BoundedMap(max);
     this.#jwks = new BoundedMap(max);
+    if (inner.changeSeqNow !== undefined) this.changeSeqNow = () => this.#observe(() => (inner.changeSeqNow as () => number).call(inner));
   }
 
   /** Entries held now, all kinds together. */
@@ -224,6 +228,28 @@ export class CachingStore implements Store {
 
   changeSeq(): Promise<number> {
     return this.#inner.changeSeq();
+  }
+
+  /** The store behind's `changeSeqNow`, where it has one, as a check of the counter (drops everything if it moved). */
+  readonly changeSeqNow?: () => number;
+
+  #observe(read: () => number): number {
+    const startedAt = this.#now();
+    let seq: number;
+    try {
+      seq = read();
+    } catch (error) {
+      this.#invalidateAll();
+      this.#seq = undefined;
+      this.#checkedAt = Number.NEGATIVE_INFINITY;
+      throw error;
+    }
+    if (seq !== this.#seq) {
+      this.#invalidateAll();
+      this.#seq = seq;
+    }
+    if (startedAt > this.#checkedAt) this.#checkedAt = startedAt;
+    return seq;
   }
 
   getMeta<T>(name: string): Promise<T | undefined> {

@@ -165,11 +165,20 @@ export interface Store {
   readonly description: string;
 
   /**
-   * A counter that grows with every committed write to the data, by this or any other process
-   * (a write that ends up changing nothing may bump it too). A cache that saw it unchanged knows
-   * nothing was written meanwhile (store/caching-store.ts).
+   * A counter that grows with every committed write, by this or any other process, of the data a
+   * server keeps in memory: everything but used assertion jtis and revoked tokens, which are read
+   * from the data every time (a write that ends up changing nothing may bump it too). A cache
+   * that saw it unchanged knows none of its data was written meanwhile (store/caching-store.ts).
    */
   changeSeq(): Promise<number>;
+
+  /**
+   * The same counter, read synchronously and as of the latest commit (reads made after it see
+   * at least that commit). Offered only where that is a local read of well under a microsecond's
+   * work (LMDB), so a server can check it on every request and serve every write, of any
+   * process, from the next request on (keys/key-service.ts follow). Stores without it are polled.
+   */
+  changeSeqNow?(): number;
 
   getMeta<T>(name: string): Promise<T | undefined>;
   /** Writes a meta value only if it is not set yet; returns the value now stored. */

@@ -43,6 +43,8 @@ export interface TestAppOptions {
   clock?: FakeClock;
   /** Collects log lines when given. */
   logLines?: string[];
+  /** Keep the token path's reads in memory, as `serve` does (openContext's `cache`). */
+  cache?: boolean;
 }
 
 export interface TestApp {
@@ -80,7 +82,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
   });
   const clock = options.clock ?? new FakeClock();
   const logger: Logger = createLogger("debug", (line) => options.logLines?.push(line), clock.now);
-  const ctx = await openContext(config, logger, clock);
+  const ctx = await openContext(config, logger, clock, { cache: options.cache });
   const { secret: apiKey } = await createApiKey(ctx.store, ctx.projectId, "test", clock.now());
   const { app, fetch } = buildFetch(ctx);
   const request = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {

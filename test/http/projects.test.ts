@@ -288,14 +288,26 @@ describe("projects", () => {
     const host = "gamma.tokens.example.test";
     const before = await jwks(PUBLIC.replace("https://", ""));
     const record = await createProject(t.ctx.store, { slug: "gamma", name: "Gamma" }, t.ctx.config, t.clock.now());
-    // The moment of a tick between reading the projects and loading the new one's keys.
+    // The moment between reading the projects and loading the new one's keys. Asked of the app
+    // itself: the fetch handler would first catch up (the next test).
     await t.ctx.projects.refresh();
     expect(t.ctx.keys.has(record.id)).toBe(false);
-    expect((await discovery(host)).issuer).toBe(PUBLIC);
-    expect(await jwks(host)).toEqual(before);
+    const ofApp = async (path: string) => (await t.app.handle(new Request(`http://${host}${path}`, { headers: { host } }))).json();
+    expect(((await ofApp("/.well-known/openid-configuration")) as { issuer: string }).issuer).toBe(PUBLIC);
+    expect(await ofApp("/.well-known/jwks")).toEqual(before);
     await t.ctx.keys.tick();
     expect(t.ctx.keys.has(record.id)).toBe(true);
     expect((await discovery(host)).issuer).toBe(`https://${host}`);
+    expect((await jwks(host)).keys.map((k) => k.kid)).not.toEqual(before.keys.map((k) => k.kid));
+  });
+
+  test("a project created by another writer (the CLI) is served from the very next request, with no tick", async () => {
+    const host = "delta.tokens.example.test";
+    const before = await jwks(host);
+    const record = await createProject(t.ctx.store, { slug: "delta", name: "Delta" }, t.ctx.config, t.clock.now());
+    expect(t.ctx.keys.has(record.id)).toBe(false);
+    expect((await discovery(host)).issuer).toBe(`https://${host}`);
+    expect(t.ctx.keys.has(record.id)).toBe(true);
     expect((await jwks(host)).keys.map((k) => k.kid)).not.toEqual(before.keys.map((k) => k.kid));
   });
 

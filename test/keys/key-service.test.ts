@@ -328,3 +328,91 @@ describe("KeyService across restarts and processes", () => {
     expect(await Bun.file(`${dataDir}/master.key`).exists()).toBe(false);
   });
 });
+
+describe("KeyService follow", () => {
+  test("nothing written since the last time: no promise, no read but the counter", async () => {
+    const t = await app();
+    await t.ctx.keys.follow();
+    const reads: string[] = [];
+    const store = t.ctx.store as unknown as Record<string, (...args: unknown[]) => unknown>;
+    for (const name of ["getKeySet", "listProjects", "changeSeqNow"]) {
+      const original = (store[name] as (...args: unknown[]) => unknown).bind(store);
+      store[name] = (...args: unknown[]) => {
+        reads.push(name);
+        return original(...args);
+      };
+    }
+    for (let i = 0; i < 5; i++) expect(t.ctx.keys.follow()).toBeUndefined();
+    expect(reads).toEqual(Array(5).fill("changeSeqNow"));
+  });
+
+  test("a rotation and a revocation made by another service are served from the next follow on, in the same turn", async () => {
+    const dataDir = sharedDir();
+    const clock = new FakeClock();
+    const a = await app({ dataDir, clock });
+    const b = await app({ dataDir, masterKey: a.masterKey, clock });
+    await b.ctx.keys.follow();
+    clock.advance(MAX_AGE_S);
+    await a.ctx.keys.rotate(a.ctx.projectId);
+    expect(ring(b).kid).not.toBe(ring(a).kid);
+    await b.ctx.keys.follow();
+    expect(ring(b).kid).toBe(ring(a).kid);
+    expect(ring(b).jwksBody).toBe(ring(a).jwksBody);
+    const revoked = ring(a).kid;
+    await a.ctx.keys.revoke(a.ctx.projectId, revoked);
+    const caughtUp = b.ctx.keys.follow();
+    expect(caughtUp).toBeInstanceOf(Promise);
+    await caughtUp;
+    expect(jwksKids(b)).not.toContain(revoked);
+    expect(ring(b).kid).toBe(ring(a).kid);
+    expect(ring(b).kid).not.toBe(revoked);
+  });
+
+  test("calls while a catch-up runs share it; a write seen meanwhile gets a catch-up of its own after it", async () => {
+    const dataDir = sharedDir();
+    const clock = new FakeClock();
+    const a = await app({ dataDir, clock });
+    const b = await app({ dataDir, masterKey: a.masterKey, clock });
+    await b.ctx.keys.follow();
+    await a.ctx.keys.revoke(a.ctx.projectId, ring(a).kid);
+    const first = b.ctx.keys.follow();
+    expect(b.ctx.keys.follow()).toBe(first as Promise<void>);
+    // Another write before the first catch-up has finished: the next call must not settle for it.
+    const second = ring(a).kid;
+    await a.ctx.keys.revoke(a.ctx.projectId, second);
+    const later = b.ctx.keys.follow();
+    expect(later).toBeInstanceOf(Promise);
+    expect(later).not.toBe(first as Promise<void>);
+    await later;
+    expect(jwksKids(b)).not.toContain(second);
+    expect(ring(b).kid).toBe(ring(a).kid);
+    expect(b.ctx.keys.follow()).toBeUndefined();
+  });
+
+  test("a failed catch-up is logged, never rejects, and the next call tries again", async () => {
+    const dataDir = sharedDir();
+    const clock = new FakeClock();
+    const a = await app({ dataDir, clock });
+    const logLines: string[] = [];
+    const b = await app({ dataDir, masterKey: a.masterKey, clock, logLines });
+    await b.ctx.keys.follow();
+    await a.ctx.keys.revoke(a.ctx.projectId, ring(a).kid);
+    const store = b.ctx.store as unknown as Record<string, unknown>;
+    const original = store.getKeySet;
+    store.getKeySet = () => Promise.reject(new Error("disk gone"));
+    await b.ctx.keys.follow();
+    expect(logLines.some((line) => line.includes("reading a project's signing keys failed") && line.includes("disk gone"))).toBe(true);
+    expect(ring(b).kid).not.toBe(ring(a).kid);
+    store.getKeySet = original;
+    const retry = b.ctx.keys.follow();
+    expect(retry).toBeInstanceOf(Promise);
+    await retry;
+    expect(ring(b).kid).toBe(ring(a).kid);
+  });
+
+  test("a store that cannot tell cheaply (no changeSeqNow) leaves it to the tick", async () => {
+    const t = await app();
+    Reflect.set(t.ctx.store, "changeSeqNow", undefined);
+    expect(t.ctx.keys.follow()).toBeUndefined();
+  });
+});

@@ -1,10 +1,14 @@
 /**
  * The storage contract of the change counter, part of runStoreContract (contract.ts): every kind
- * of write moves `changeSeq`, and a write made by another instance on the same data (another
- * process, the CLI) moves it too and is seen by this store's reads once `settle` has run.
+ * of write of data a server keeps in memory moves `changeSeq` (used assertion jtis and revoked
+ * tokens, read through every time, do not), and a write made by another instance on the same
+ * data (another process, the CLI) moves it too and is seen by this store's reads once `settle`
+ * has run.
  */
 import { expect, test } from "bun:test";
+import { join } from "node:path";
 import type { Store } from "../../src/store/store.ts";
+import { tempDir } from "../helpers/app.ts";
 import { T0, apiKeyRecord, clientRecord, clientSecretRecord, keySetRecord, providerRecord } from "./fixtures.ts";
 
 /** A second instance on the same data, and how to wait until the first one sees its writes. */
@@ -49,6 +53,17 @@ export function runChangeContract(store: () => Store, A: string, other: () => Ot
     expect(moved).toEqual(writes.map(([what]) => what));
   });
 
+  test("changeSeq: recording a used assertion jti or a revoked token does not move it", async () => {
+    const s = store();
+    await s.createProject({ id: A, name: "default", createdAt: T0 });
+    const before = await s.changeSeq();
+    expect(await s.useAssertionJti(A, "client", "jti-1", T0 + 60_000, T0)).toBe(true);
+    await s.revokeToken(A, "token-1", T0 + 60_000, T0);
+    await s.pruneRevokedTokens(T0 + 120_000, 10);
+    expect(await s.changeSeq()).toBe(before);
+    expect(s.changeSeqNow?.() ?? before).toBe(before);
+  });
+
   test("changeSeq: a write by another instance on the same data moves it, and reads see the write", async () => {
     const sibling = other();
     if (sibling === undefined) return;
@@ -89,6 +104,32 @@ export function runChangeContract(store: () => Store, A: string, other: () => Ot
       expect(await s.listClientSecrets(A, c.id)).toEqual([]);
     } finally {
       await o.close();
+    }
+  });
+}
+
+/**
+ * `changeSeqNow` of a store that `open` makes on a data directory: another process's commit,
+ * made while this process holds the read snapshot of its event-loop turn (the child runs
+ * synchronously, so the turn cannot end), is seen by it at once, and by every read after it.
+ */
+export function runChangeSeqNowFreshness(open: (dataDir: string) => Store, A: string): void {
+  test("changeSeqNow: another process's commit is seen at once, within the same event-loop turn, and by the reads after it", async () => {
+    const dir = tempDir("tokenmint-fresh-");
+    const s = open(dir.path);
+    try {
+      const p = providerRecord(A, T0);
+      await s.createProvider(p);
+      const before = (s.changeSeqNow as () => number)();
+      // This turn's snapshot now predates what the child is about to commit.
+      expect(await s.getProvider(A, p.id)).toEqual(p);
+      const child = Bun.spawnSync([process.execPath, join(import.meta.dir, "rename-child.ts"), dir.path, A, p.id, "renamed by the child"], { stderr: "inherit" });
+      expect(child.exitCode).toBe(0);
+      expect((s.changeSeqNow as () => number)()).toBe(before + 1);
+      expect((await s.getProvider(A, p.id))?.name).toBe("renamed by the child");
+    } finally {
+      await s.close();
+      dir.remove();
     }
   });
 }

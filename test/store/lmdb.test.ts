@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { open } from "lmdb";
 import { openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import { tempDir } from "../helpers/app.ts";
+import { runChangeSeqNowFreshness } from "./contract-changes.ts";
 import { runStoreContract } from "./contract.ts";
 import { T0, apiKeyRecord, clientRecord, keySetRecord, newProjectId, providerRecord, storeErrorKind } from "./fixtures.ts";
 
@@ -28,6 +29,8 @@ runStoreContract("lmdb", async () => {
     other: { open: async () => openLmdbStore(dir.path), settle: nextTurn },
   };
 });
+
+runChangeSeqNowFreshness(openLmdbStore, newProjectId(T0));
 
 /** Runs `body` with a temp data directory that is removed afterwards. */
 async function withDir(body: (path: string) => Promise<void>): Promise<void> {

@@ -8,8 +8,9 @@
  * A client, its client-id index, its secrets and its public keys change together, in one
  * transaction. A revoked token and a used assertion jti are each kept twice (by id, and by
  * expiry so that pruning is a bounded range scan), written and removed together.
- * Every write transaction also bumps one change counter (`changeSeq`), so a process can tell
- * cheaply that some other process wrote.
+ * Every write transaction of data that servers keep in memory also bumps one change counter
+ * (`changeSeq`), so a process can tell cheaply that some other process wrote; recording a used
+ * assertion jti or a revoked token (read through every time) does not.
  * `backup` copies the environment from one read snapshot; `openLmdbFileReadOnly` reads a data
  * file or a backup without changing it.
  */
@@ -74,15 +75,15 @@ export class LmdbStore implements Store {
   }
 
   /**
-   * A write transaction; a read-only store refuses it. It bumps the change counter in the same
-   * transaction, so every write (of any process) is seen by `changeSeq`; a body that throws
-   * aborts both.
+   * A write transaction; a read-only store refuses it. Unless told it is `uncounted` (data no
+   * process keeps in memory), it bumps the change counter in the same transaction, so such a
+   * write (of any process) is seen by `changeSeq`; a body that throws aborts both.
    */
-  #write<T>(body: () => T): Promise<T> {
+  #write<T>(body: () => T, uncounted = false): Promise<T> {
     if (this.#readOnly) return Promise.reject(new StoreError("unavailable", "the store is open read-only"));
     return this.#db.transaction(() => {
       const result = body();
-      this.#db.putSync(key.changeSeq, (this.#get<number>(key.changeSeq) ?? 0) + 1);
+      if (!uncounted) this.#db.putSync(key.changeSeq, (this.#get<number>(key.changeSeq) ?? 0) + 1);
       return result;
     });
   }
@@ -126,6 +127,16 @@ export class LmdbStore implements Store {
   }
 
   async changeSeq(): Promise<number> {
+    return this.#get<number>(key.changeSeq) ?? 0;
+  }
+
+  /**
+   * The counter as of the latest commit of any process. Reads within one event-loop turn share a
+   * snapshot, which may predate a commit made meanwhile by another process; this starts a new
+   * one first, so every read after it sees at least what was committed before it.
+   */
+  changeSeqNow(): number {
+    this.#db.resetReadTxn();
     return this.#get<number>(key.changeSeq) ?? 0;
   }
 
@@ -286,7 +297,7 @@ export class LmdbStore implements Store {
       if (this.#liveUntil("jti", projectId, id, now) !== undefined) return false;
       this.#putExpiring("jti", projectId, id, expiresAt);
       return true;
-    });
+    }, true);
   }
 
   async createClientSecret(secret: ClientSecretRecord, maxSecrets: number): Promise<void> {
@@ -344,7 +355,7 @@ export class LmdbStore implements Store {
     await this.#write(() => {
       this.#putExpiring("revoked", projectId, jti, expiresAt);
       this.#pruneExpired("revoked", projectId, now, PRUNE_IN_PASSING);
-    });
+    }, true);
   }
 
   async isTokenRevoked(projectId: string, jti: string, now: number): Promise<boolean> {
@@ -359,7 +370,7 @@ export class LmdbStore implements Store {
         removed += this.#pruneExpired("revoked", (value as ProjectRecord).id, now, limit - removed);
       }
       return removed;
-    });
+    }, true);
   }
 
   /** The expiry of an entry that has not expired at `now`, else undefined (pruned or not). */

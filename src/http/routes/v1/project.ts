@@ -38,8 +38,8 @@ export function projectRoutes(ctx: AppContext): RouteDef[] {
       handler: async ({ principal, body }) => {
         await updateProject(ctx.store, principal.projectId, body as ProjectPatch, ctx.config, ctx.clock.now());
         await ctx.projects.refresh();
-        // Served by this process at once (others within a second): reload the directory and
-        // let the key service apply a new algorithm now.
+        // Served by this process at once (others from their next request on): reload the
+        // directory and let the key service apply a new algorithm now.
         await ctx.keys.tick();
         return projectView(ctx.projects.get(principal.projectId));
       },
