@@ -24,6 +24,7 @@ import { providerRoutes } from "./http/routes/v1/providers.ts";
 import { tokenRoutes } from "./http/routes/v1/tokens.ts";
 import { wellKnownRoutes } from "./http/routes/well-known.ts";
 import { answerAtEndOfTurn, releaseAtEndOfTurn } from "./runtime/end-of-turn.ts";
+import { canonicalParams } from "./core/ids.ts";
 import { AppError } from "./errors.ts";
 import { VERSION } from "./version.ts";
 
@@ -70,7 +71,7 @@ export function buildApp(ctx: AppContext, routes: RouteDef[] = routeTable(ctx)) 
       route.path,
       ((c: { params: Record<string, string>; query: Record<string, string | undefined>; body: unknown; request: Request; set: RouteInput["set"] }) =>
         route.handler({
-          params: c.params,
+          params: canonicalParams(c.params),
           query: c.query,
           body: c.body,
           request: c.request,

@@ -26,3 +26,16 @@ const UUID_RE = new RegExp(UUID_PATTERN);
 
 /** True when `value` is a canonical UUID. */
 export const isUuid = (value: string) => UUID_RE.test(value);
+
+/**
+ * Path parameters with every UUID in lowercase, the form ids are issued and stored in: UUIDs are
+ * case-insensitive (RFC 9562 §4), so `0192D3C4-...` names the same record. Other values (a
+ * `kid`) are left as they are.
+ */
+export function canonicalParams(params: Record<string, string>): Record<string, string> {
+  for (const name in params) {
+    const value = params[name] as string;
+    if (isUuid(value)) params[name] = value.toLowerCase();
+  }
+  return params;
+}

@@ -20,6 +20,7 @@ import type { TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import "elysia"; // registers the string formats (date-time) the compiled checks use
 import { authenticate, type Principal } from "../core/api-keys.ts";
+import { canonicalParams } from "../core/ids.ts";
 import type { AppContext } from "../context.ts";
 import { parseFormBytes, parseJsonBytes } from "./plugins/body-parser.ts";
 import { errorAnswer } from "./plugins/error-handler.ts";
@@ -189,6 +190,7 @@ export function directLane(ctx: AppContext, routes: readonly RouteDef[], app: Fu
       if (lane === undefined) return undefined;
     }
     if (lane.params !== undefined && !lane.params.Check(params)) return undefined;
+    canonicalParams(params);
     const started = performance.now();
     return method === "GET" ? bodiless(request, lane, pathname, params, started) : withBody(request, lane, pathname, params, started);
   };

@@ -37,6 +37,9 @@ export function trimTextFields(body: unknown): unknown {
   return body;
 }
 
+/** The body of an action that takes no input: nothing, or `{}`. */
+export const EmptyBody = Type.Object({}, { additionalProperties: false, description: "No fields: send no body, or `{}`." });
+
 export const Uuid = (description: string) =>
   Type.String({ pattern: UUID_PATTERN, description, errorMessage: "must be a UUID such as 0192d3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d" });
 

@@ -2,10 +2,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { decodeJwt } from "jose";
 import { createApiKey, revokeApiKey } from "../../src/core/api-keys.ts";
 import { OAUTH_ERROR_TABLE } from "../../src/core/oauth/errors.ts";
 import { ERROR_TABLE } from "../../src/errors.ts";
 import { buildTestApp, createProviderAndClient, type TestApp } from "../helpers/app.ts";
+import { basic, createSecret, tokenRequest } from "../oauth/support.ts";
 import { expectError } from "./support.ts";
 
 const MAX_BODY = 64 * 1024;
@@ -48,6 +50,44 @@ describe("errors", () => {
       expect(res.status).toBe(201);
       expect(((await res.json()) as { description: string }).description).toBe('[{"'.repeat(100));
     });
+  });
+
+  test("400 for a string that is not valid Unicode (an unpaired surrogate escape); a paired one is kept", async () => {
+    for (const name of ["\\ud800", "a\\udc00b", "\\uDBFF"]) {
+      await expectError(await t.api("POST", "/v1/providers", `{"name":"${name}"}`, { "content-type": "application/json" }), 400, "invalid_request", "Unicode");
+    }
+    await expectError(await t.api("POST", "/v1/providers", '{"name":"ok","\\ud800":1}', { "content-type": "application/json" }), 400, "invalid_request", "Unicode");
+    const res = await t.api("POST", "/v1/providers", '{"name":"smile \\ud83d\\ude00"}', { "content-type": "application/json" });
+    expect(res.status).toBe(201);
+    expect(((await res.json()) as { name: string }).name).toBe("smile \u{1F600}");
+  });
+
+  test("actions without input (rotate, revoke, revoke-tokens) refuse a body with fields; none or {} is fine", async () => {
+    const { providerId, clientId } = await createProviderAndClient(t);
+    const revokeTokens = `/v1/providers/${providerId}/clients/${clientId}/revoke-tokens`;
+    for (const body of ['{"force":true}', "[]", '"x"', "1"]) {
+      await expectError(await t.api("POST", revokeTokens, body, { "content-type": "application/json" }), 400, "invalid_request");
+      await expectError(await t.api("POST", "/v1/keys/rotate", body, { "content-type": "application/json" }), 400, "invalid_request");
+      await expectError(await t.api("POST", "/v1/keys/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA/revoke", body, { "content-type": "application/json" }), 400, "invalid_request");
+    }
+    expect((await t.api("POST", revokeTokens)).status).toBe(200);
+    expect((await t.api("POST", revokeTokens, {})).status).toBe(200);
+  });
+
+  test("a UUID in a path is case-insensitive: the uppercase form names the same record", async () => {
+    const { providerId, clientId } = await createProviderAndClient(t);
+    const upper = (id: string) => id.toUpperCase();
+    const got = await t.api("GET", `/v1/providers/${upper(providerId)}/clients/${upper(clientId)}`);
+    expect(got.status).toBe(200);
+    expect(((await got.json()) as { id: string }).id).toBe(clientId);
+    expect((await t.api("POST", `/v1/providers/${upper(providerId)}/clients/${upper(clientId)}/tokens`)).status).toBe(201);
+    expect((await t.api("PATCH", `/v1/providers/${upper(providerId)}`, { name: "renamed" })).status).toBe(200);
+    expect(((await (await t.api("GET", `/v1/providers/${providerId}`)).json()) as { name: string }).name).toBe("renamed");
+    // And as an OAuth client_id.
+    const { secret } = await createSecret(t, providerId, clientId);
+    const token = await tokenRequest(t, { grant_type: "client_credentials" }, { authorization: basic(upper(clientId), secret) });
+    expect(token.status).toBe(200);
+    expect(decodeJwt(((await token.json()) as { access_token: string }).access_token).client_id).toBe(clientId);
   });
 
   describe("401", () => {

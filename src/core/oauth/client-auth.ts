@@ -116,7 +116,7 @@ export function readClientCredentials(authorization: string | null, params: Clie
 
 /** The client the credentials prove, or invalid_client. Unknown client and wrong secret look alike. */
 async function verifiedClient(store: Store, projectId: string, credentials: ClientCredentials, check: AssertionCheck): Promise<ClientRecord> {
-  const client = isUuid(credentials.clientId) ? await store.getClientById(projectId, credentials.clientId) : undefined;
+  const client = isUuid(credentials.clientId) ? await store.getClientById(projectId, credentials.clientId.toLowerCase()) : undefined;
   if (credentials.method === "private_key_jwt") {
     if (client === undefined) throw invalidClient(NO_CLIENT_KEYS);
     await verifyClientAssertion(store, client, credentials.assertion, check);

@@ -56,6 +56,20 @@ export function nestsDeeperThan(text: string, max: number): boolean {
   return false;
 }
 
+/** A UTF-16 surrogate without its other half. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Whether any string in `value` (keys included) holds a lone UTF-16 surrogate. */
+function holdsLoneSurrogate(value: unknown): boolean {
+  if (typeof value === "string") return LONE_SURROGATE.test(value);
+  if (typeof value !== "object" || value === null) return false;
+  if (Array.isArray(value)) return value.some(holdsLoneSurrogate);
+  return Object.entries(value).some(([name, member]) => LONE_SURROGATE.test(name) || holdsLoneSurrogate(member));
+}
+
+/** A `\uD800`-`\uDFFF` escape: the only way a lone surrogate gets into a body that is valid UTF-8. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
 /** The body's bytes parsed per the contract, or the matching AppError (empty is `{}`). */
 export function parseJsonBytes(bytes: Uint8Array, contentType: string | null): unknown {
   if (bytes.byteLength === 0) return {};
@@ -71,6 +85,10 @@ export function parseJsonBytes(bytes: Uint8Array, contentType: string | null): u
     parsed = JSON.parse(text);
   } catch {
     throw new AppError("invalid_request", "The request body is not valid JSON.");
+  }
+  // Text that is not Unicode (half of a surrogate pair) could not be stored and read back as sent.
+  if (SURROGATE_ESCAPE.test(text) && holdsLoneSurrogate(parsed)) {
+    throw new AppError("invalid_request", "The request body holds a string that is not valid Unicode (an unpaired surrogate escape such as \\ud800).");
   }
   return trimTextFields(parsed);
 }

@@ -2,7 +2,7 @@
 import * as clients from "../../../core/clients.ts";
 import type { AppContext } from "../../../context.ts";
 import { Client, ClientCreate, ClientParams, ClientPatch } from "../../../schemas/clients.ts";
-import { PageOf, PageQuery } from "../../../schemas/common.ts";
+import { EmptyBody, PageOf, PageQuery } from "../../../schemas/common.ts";
 import { ProviderParams } from "../../../schemas/providers.ts";
 import type { RouteDef } from "../../route.ts";
 import { clientView } from "../../views.ts";
@@ -78,8 +78,9 @@ export function clientRoutes(ctx: AppContext): RouteDef[] {
       tag,
       auth: true,
       params: ClientParams,
+      body: EmptyBody,
       success: { status: 200, schema: Client, description: "The client, with `tokensRevokedBefore` set to now: introspection reports its earlier tokens inactive." },
-      errors: [400, 404],
+      errors: [400, 404, 413, 415],
       handler: async ({ principal, params }) =>
         clientView(await clients.revokeClientTokens(store, principal.projectId, params.providerId as string, params.clientId as string, clock.now())),
     },

@@ -1,5 +1,6 @@
 /** @module http/routes/v1/keys — signing-key metadata, manual rotation and revocation. */
 import type { AppContext } from "../../../context.ts";
+import { EmptyBody } from "../../../schemas/common.ts";
 import { KeyList, KeyParams } from "../../../schemas/keys.ts";
 import type { RouteDef } from "../../route.ts";
 import { keyView } from "../../views.ts";
@@ -24,8 +25,9 @@ export function keyRoutes(ctx: AppContext): RouteDef[] {
       summary: "Rotate now: the next key starts signing, the current key retires",
       tag,
       auth: true,
+      body: EmptyBody,
       success,
-      errors: [409],
+      errors: [400, 409, 413, 415],
       handler: async ({ principal }) => ({ items: (await ctx.keys.rotate(principal.projectId)).map(keyView) }),
     },
     {
@@ -35,8 +37,9 @@ export function keyRoutes(ctx: AppContext): RouteDef[] {
       tag,
       auth: true,
       params: KeyParams,
+      body: EmptyBody,
       success,
-      errors: [400, 404],
+      errors: [400, 404, 413, 415],
       handler: async ({ principal, params }) => ({ items: (await ctx.keys.revoke(principal.projectId, params.kid as string)).map(keyView) }),
     },
   ];
