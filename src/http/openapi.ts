@@ -30,7 +30,17 @@ function errorResponse(status: number, oauth: boolean): unknown {
 
 /** Drops TypeBox's symbol keys and our `errorMessage` extension by a JSON round trip. */
 const strip = (schema: TSchema): unknown =>
-  JSON.parse(JSON.stringify(schema, (key, value) => (key === "errorMessage" || key === "$id" ? undefined : value)));
+  JSON.parse(
+    JSON.stringify(schema, (key, value) => {
+      if (key === "errorMessage" || key === "$id") return undefined;
+      // A string checked by a regular expression (schemas/common.ts Chars): JSON Schema's own keywords.
+      if (value !== null && typeof value === "object" && value.type === "RegExp") {
+        const { min, max } = value["x-characters"] as { min: number; max: number };
+        return { type: "string", description: value.description, minLength: min, maxLength: max, pattern: value.source };
+      }
+      return value;
+    }),
+  );
 
 function parameters(route: RouteDef): unknown[] {
   const list: unknown[] = [];

@@ -6,18 +6,18 @@
 import { Type, type TSchema } from "@sinclair/typebox";
 import { UUID_PATTERN } from "../core/ids.ts";
 
-/** No C0 control characters and no DEL. */
-export const NO_CONTROL_CHARS = "^[^\\u0000-\\u001f\\u007f]*$";
+/**
+ * A string of `min` to `max` characters without control characters. Characters are Unicode code
+ * points (an emoji is one), as JSON Schema counts them: the check is a regular expression with the
+ * `u` flag, where TypeBox's `maxLength` would count UTF-16 units. The OpenAPI document shows it as
+ * a string with `minLength`, `maxLength` and `pattern` (http/openapi.ts).
+ */
+export const Chars = (min: number, max: number, options: { description: string; errorMessage: string }) =>
+  Type.RegExp(new RegExp(`^[^\\u0000-\\u001f\\u007f]{${min},${max}}$`, "u"), { ...options, "x-characters": { min, max } });
 
 /** A required free-text field: trimmed before validation, then 1..max characters, no control characters. */
 export const Text = (max: number, description: string) =>
-  Type.String({
-    minLength: 1,
-    maxLength: max,
-    pattern: NO_CONTROL_CHARS,
-    description,
-    errorMessage: `must be a string of 1 to ${max} characters (after trimming) without control characters`,
-  });
+  Chars(1, max, { description, errorMessage: `must be a string of 1 to ${max} characters (after trimming) without control characters` });
 
 /**
  * Body fields that CONTRACT §2 trims before validation (`name` of providers and clients, `audience`

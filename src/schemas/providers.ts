@@ -1,10 +1,8 @@
 /** @module schemas/providers — request and response bodies of /v1/providers. */
 import { Type, type Static } from "@sinclair/typebox";
-import { DateTime, Text, Uuid } from "./common.ts";
+import { Chars, DateTime, Text, Uuid } from "./common.ts";
 
-const description = Type.String({
-  maxLength: 1000,
-  pattern: "^[^\\u0000-\\u001f\\u007f]*$",
+const description = Chars(0, 1000, {
   description: "Optional description, at most 1000 characters.",
   errorMessage: "must be a string of at most 1000 characters without control characters",
 });

@@ -125,6 +125,13 @@ describe("providers: field rules", () => {
     expect((await create(t, { name: ` ${"x".repeat(200)} ` })).name).toBe("x".repeat(200));
   });
 
+  test("characters are counted as Unicode code points: 200 emoji (400 UTF-16 units) are a name, 201 are not", async () => {
+    const emoji = "\u{1F600}";
+    expect((await create(t, { name: emoji.repeat(200), description: emoji.repeat(1000) })).name).toBe(emoji.repeat(200));
+    await expectError(await t.api("POST", "/v1/providers", { name: emoji.repeat(201) }), 400, "invalid_request", "name");
+    await expectError(await t.api("POST", "/v1/providers", { name: "e", description: emoji.repeat(1001) }), 400, "invalid_request", "description");
+  });
+
   const badNames: [string, Record<string, unknown>][] = [
     ["missing", {}],
     ["empty", { name: "" }],
@@ -165,7 +172,7 @@ describe("providers: field rules", () => {
 
   test("nothing invalid was stored", async () => {
     const page = await json<Page<Provider>>(await t.api("GET", "/v1/providers?limit=100"));
-    expect(page.items.every((p) => p.name === p.name.trim() && p.name.length >= 1 && p.name.length <= 200)).toBe(true);
+    expect(page.items.every((p) => p.name === p.name.trim() && [...p.name].length >= 1 && [...p.name].length <= 200)).toBe(true);
   });
 });
 
