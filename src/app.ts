@@ -4,11 +4,12 @@
  * and authentication, then every route of the table. It never listens and never reads the
  * environment; main.ts does that.
  */
+import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import type { AppContext } from "./context.ts";
 import { openApiDocument } from "./http/openapi.ts";
 import { directLane } from "./http/direct.ts";
-import { auth, type Principals } from "./http/plugins/auth.ts";
+import { auth, isManagementPath, type Principals } from "./http/plugins/auth.ts";
 import { bodyParser } from "./http/plugins/body-parser.ts";
 import { errorAnswer, errorHandler } from "./http/plugins/error-handler.ts";
 import { logRequest, requestLog, UNMATCHED_ROUTE } from "./http/plugins/request-log.ts";
@@ -27,6 +28,9 @@ import { answerAtEndOfTurn, releaseAtEndOfTurn } from "./runtime/end-of-turn.ts"
 import { canonicalParams } from "./core/ids.ts";
 import { AppError } from "./errors.ts";
 import { VERSION } from "./version.ts";
+
+/** The query of a management route that takes none: no parameter at all. */
+const NO_QUERY = Type.Object({}, { additionalProperties: false });
 
 /** Every route of the service, in registration order. */
 export function routeTable(ctx: AppContext): RouteDef[] {
@@ -80,7 +84,8 @@ export function buildApp(ctx: AppContext, routes: RouteDef[] = routeTable(ctx)) 
         })) as never,
       {
         params: route.params,
-        query: route.query,
+        // A management route refuses query parameters it does not know, as it refuses unknown body fields.
+        query: route.query ?? (isManagementPath(route.path) ? NO_QUERY : undefined),
         body: route.body,
         response: route.success.schema ? { [route.success.status]: route.success.schema } : undefined,
       } as never,

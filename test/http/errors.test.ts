@@ -90,6 +90,18 @@ describe("errors", () => {
     expect(decodeJwt(((await token.json()) as { access_token: string }).access_token).client_id).toBe(clientId);
   });
 
+  test("a management route refuses query parameters it does not know; discovery ignores them", async () => {
+    const { providerId, clientId } = await createProviderAndClient(t);
+    const tokens = `/v1/providers/${providerId}/clients/${clientId}/tokens`;
+    await expectError(await t.api("POST", `${tokens}?expiresIn=5`), 400, "invalid_request", "Unknown query parameter 'expiresIn'");
+    await expectError(await t.api("GET", `/v1/providers/${providerId}?verbose=1`), 400, "invalid_request", "Unknown query parameter 'verbose'");
+    await expectError(await t.api("POST", `/v1/keys/rotate?force=true`), 400, "invalid_request", "Unknown query parameter 'force'");
+    // Known ones still work, and an empty query is no parameter.
+    expect((await t.api("GET", "/v1/providers?limit=1")).status).toBe(200);
+    expect((await t.api("POST", `${tokens}?`)).status).toBe(201);
+    expect((await t.request("GET", "/.well-known/jwks?v=2")).status).toBe(200);
+  });
+
   describe("401", () => {
     const expect401 = async (res: Response, expired: boolean) => {
       const challenge = res.headers.get("www-authenticate");
