@@ -98,6 +98,8 @@ export class KeyService {
   #followed: number | undefined;
   /** The catch-up `follow` runs now, and the counter it brings them up to. */
   #catchingUp: { seq: number; done: Promise<void> } | undefined;
+  /** Set while `follow` keeps failing: it logs the first failure only, not one per request. */
+  #followFailing = false;
 
   constructor(options: KeyServiceOptions) {
     this.#o = options;
@@ -294,7 +296,8 @@ export class KeyService {
    * (`Store#changeSeqNow`): undefined when nothing was written since the last time, which is one
    * synchronous read; else a promise that resolves once they are up to date (a ring is rebuilt
    * only if its stored set changed; projects created meanwhile are loaded). It never rejects: a
-   * failure is logged and the next call tries again. Rotation and pruning stay with `tick`.
+   * failure is logged (once, until it succeeds again) and the next call tries again. Rotation and
+   * pruning stay with `tick`.
    */
   follow(): Promise<void> | undefined {
     const read = this.#o.store.changeSeqNow;
@@ -303,7 +306,7 @@ export class KeyService {
     try {
       seq = read.call(this.#o.store);
     } catch (error) {
-      this.#o.logger.error("reading the change counter failed", { error: (error as Error).message });
+      this.#followFailed("reading the change counter failed", error);
       return undefined;
     }
     if (seq === this.#followed) return undefined;
@@ -312,7 +315,9 @@ export class KeyService {
     // After the one running (if any): what it read may predate the write just seen.
     const done = (running?.done ?? Promise.resolve()).then(async () => {
       if (this.#followed !== undefined && this.#followed >= seq) return;
-      if (await this.#catchUp()) this.#followed = seq;
+      if (!(await this.#catchUp())) return;
+      this.#followed = seq;
+      this.#followFailing = false;
     });
     const current = { seq, done };
     this.#catchingUp = current;
@@ -322,6 +327,12 @@ export class KeyService {
     return done;
   }
 
+  /** Logs a failure of `follow`, unless the one before it failed too. */
+  #followFailed(message: string, error: unknown): void {
+    if (!this.#followFailing) this.#o.logger.error(message, { error: (error as Error).message });
+    this.#followFailing = true;
+  }
+
   /** The project directory and every loaded ring brought up to the data; false if a part failed (logged). */
   async #catchUp(): Promise<boolean> {
     let caughtUp = true;
@@ -329,14 +340,14 @@ export class KeyService {
       if (this.#o.projects !== undefined && !(await this.#syncProjects(await this.#o.projects()))) caughtUp = false;
     } catch (error) {
       caughtUp = false;
-      this.#o.logger.error("reading the projects failed", { error: (error as Error).message });
+      this.#followFailed("reading the projects failed", error);
     }
     for (const projectId of this.#loaded.keys()) {
       try {
         await this.#refresh(projectId);
       } catch (error) {
         caughtUp = false;
-        this.#o.logger.error("reading a project's signing keys failed", { error: (error as Error).message });
+        this.#followFailed("reading a project's signing keys failed", error);
       }
     }
     return caughtUp;
