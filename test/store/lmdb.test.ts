@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { open } from "lmdb";
-import { openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
+import { CHANGES_FILE, LMDB_FILE, LmdbStore, openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
+import type { RootDatabase } from "lmdb";
 import { tempDir } from "../helpers/app.ts";
 import { runChangeSeqNowFreshness } from "./contract-changes.ts";
 import { runStoreContract } from "./contract.ts";
@@ -44,6 +45,49 @@ async function withDir(body: (path: string) => Promise<void>): Promise<void> {
 
 const A = newProjectId(T0);
 
+
+describe("lmdb store: changeSeqNow and the announcements of commits", () => {
+  /** A second writer on the same data whose commits are not announced: one that died between its commit and its announcement. */
+  const silentWriter = (path: string) =>
+    new LmdbStore(open({ path: join(path, LMDB_FILE), encoding: "json", compression: false }) as RootDatabase<unknown, string>, join(path, LMDB_FILE), false);
+
+  test("while no commit is announced, changeSeqNow answers from the announcement and reads no data; the next announcement brings every commit in", () =>
+    withDir(async (path) => {
+      const A = newProjectId(T0);
+      const store = openLmdbStore(path);
+      const silent = silentWriter(path);
+      const announcing = openLmdbStore(path);
+      try {
+        expect(statSync(join(path, CHANGES_FILE)).mode & 0o777).toBe(0o600);
+        const before = store.changeSeqNow();
+        await silent.createProvider(providerRecord(A, T0));
+        // Committed, but never announced (its writer was never answered): not taken as a change.
+        expect(store.changeSeqNow()).toBe(before);
+        expect(await store.changeSeq()).toBe(before + 1);
+        await announcing.createProvider(providerRecord(A, T0 + 1, "second"));
+        expect(store.changeSeqNow()).toBe(before + 2);
+      } finally {
+        await announcing.close();
+        await silent.close();
+        await store.close();
+      }
+    }));
+
+  test("a store that cannot map the announcements reads the data on every call", () =>
+    withDir(async (path) => {
+      const A = newProjectId(T0);
+      const store = silentWriter(path);
+      const other = silentWriter(path);
+      try {
+        const before = store.changeSeqNow();
+        await other.createProvider(providerRecord(A, T0));
+        expect(store.changeSeqNow()).toBe(before + 1);
+      } finally {
+        await other.close();
+        await store.close();
+      }
+    }));
+});
 
 describe("lmdb store", () => {
   test("describes itself with the data file path", () =>
@@ -280,7 +324,7 @@ describe("lmdb backup and read-only files", () => {
       writeFileSync(join(path, "torn"), readFileSync(join(path, "tokenmint.mdb")).subarray(0, 4096));
       expect(() => openLmdbFileReadOnly(join(path, "torn"))).toThrow(/damaged or incomplete/);
       expect(await storeErrorKind(Promise.resolve().then(() => openLmdbFileReadOnly(join(path, "missing"))))).toBe("not_found");
-      expect(readdirSync(path).sort()).toEqual(["empty", "junk", "tokenmint.mdb", "tokenmint.mdb-lock", "torn", "zeros"]);
+      expect(readdirSync(path).sort()).toEqual(["empty", "junk", "tokenmint.mdb", "tokenmint.mdb-changes", "tokenmint.mdb-lock", "torn", "zeros"]);
 
       const before = readFileSync(join(path, "tokenmint.mdb"));
       const ro = openLmdbFileReadOnly(join(path, "tokenmint.mdb"));

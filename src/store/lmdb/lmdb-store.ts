@@ -14,7 +14,7 @@
  * `backup` copies the environment from one read snapshot; `openLmdbFileReadOnly` reads a data
  * file or a backup without changing it.
  */
-import { existsSync, mkdirSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, statSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
 import {
@@ -40,12 +40,38 @@ const PRUNE_IN_PASSING = 16;
 /** File name of the LMDB environment inside the data directory. */
 export const LMDB_FILE = "tokenmint.mdb";
 
+/**
+ * File beside the data file where each counted commit announces its change counter, for
+ * `changeSeqNow`: eight bytes, mapped shared by every process on the data. Only a hint: the
+ * counter itself is in the data.
+ */
+export const CHANGES_FILE = "tokenmint.mdb-changes";
+
+type MMap = (path: string, options: { shared: boolean }) => Uint8Array;
+
+/**
+ * The announcement slot in `path`, created if missing, mapped shared; undefined where the runtime
+ * cannot map files (Bun can) or the file cannot be mapped: then `changeSeqNow` reads the data.
+ */
+function openAnnouncements(path: string): Float64Array | undefined {
+  const mmap = (globalThis as { Bun?: { mmap?: MMap } }).Bun?.mmap;
+  if (mmap === undefined) return undefined;
+  try {
+    closeSync(openSync(path, "a", 0o600));
+    if (statSync(path).size < 8) truncateSync(path, 8);
+    const bytes = mmap(path, { shared: true });
+    return new Float64Array(bytes.buffer, bytes.byteOffset, 1);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Opens (creating if needed) the LMDB store in `dataDir`. */
 export function openLmdbStore(dataDir: string): LmdbStore {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, LMDB_FILE);
   const db = open({ path, encoding: "json", compression: false }) as RootDatabase<unknown, string>;
-  return new LmdbStore(db, path, false);
+  return new LmdbStore(db, path, false, openAnnouncements(join(dataDir, CHANGES_FILE)));
 }
 
 /**
@@ -67,10 +93,16 @@ export class LmdbStore implements Store {
   #db: RootDatabase<unknown, string>;
   #readOnly: boolean;
   #closed = false;
+  /** Where counted commits announce their counter (CHANGES_FILE), if it could be mapped. */
+  readonly #announced: Float64Array | undefined;
+  /** The announcement `changeSeqNow` last acted on, and the counter it read then from the data. */
+  #lastAnnouncement = Number.NaN;
+  #lastSeq = 0;
 
-  constructor(db: RootDatabase<unknown, string>, path: string, readOnly: boolean) {
+  constructor(db: RootDatabase<unknown, string>, path: string, readOnly: boolean, announced?: Float64Array) {
     this.#db = db;
     this.#readOnly = readOnly;
+    this.#announced = announced;
     this.description = `lmdb ${path}${readOnly ? " (read-only)" : ""}`;
   }
 
@@ -81,9 +113,16 @@ export class LmdbStore implements Store {
    */
   #write<T>(body: () => T, uncounted = false): Promise<T> {
     if (this.#readOnly) return Promise.reject(new StoreError("unavailable", "the store is open read-only"));
-    return this.#db.transaction(() => {
+    let seq: number | undefined;
+    const committed = this.#db.transaction(() => {
       const result = body();
-      if (!uncounted) this.#db.putSync(key.changeSeq, (this.#get<number>(key.changeSeq) ?? 0) + 1);
+      if (!uncounted) this.#db.putSync(key.changeSeq, (seq = (this.#get<number>(key.changeSeq) ?? 0) + 1));
+      return result;
+    });
+    if (uncounted || this.#announced === undefined) return committed;
+    // Announced once committed, before the caller learns of it (see changeSeqNow).
+    return committed.then((result) => {
+      if (seq !== undefined && this.#announced !== undefined) this.#announced[0] = seq;
       return result;
     });
   }
@@ -131,11 +170,28 @@ export class LmdbStore implements Store {
   }
 
   /**
-   * The counter as of the latest commit of any process. Reads within one event-loop turn share a
-   * snapshot, which may predate a commit made meanwhile by another process; this starts a new
-   * one first, so every read after it sees at least what was committed before it.
+   * The counter as of the latest commit of any process. Every counted commit announces its
+   * counter in CHANGES_FILE, mapped shared, before its writer learns that it committed; so while
+   * the announcement is the one this last acted on, nothing was committed since that any caller
+   * can know of, and the answer is the counter read then (a read of eight shared bytes). When it
+   * differs, this reads the data: reads within one event-loop turn share a snapshot, which may
+   * predate a commit made meanwhile by another process, so it starts a new one first, and every
+   * read after it sees at least what was committed before it. Each commit announces once, so a
+   * late announcement can only cause an extra read, never hide a commit. A writer that dies
+   * between its commit and its announcement was never answered; the next announcement, or the
+   * poll of the cache and the key service, takes its commit in. Without the mapping, every call
+   * reads the data.
    */
   changeSeqNow(): number {
+    const announced = this.#announced;
+    if (announced !== undefined) {
+      const announcement = announced[0] as number;
+      if (announcement === this.#lastAnnouncement) return this.#lastSeq;
+      this.#db.resetReadTxn();
+      this.#lastSeq = this.#get<number>(key.changeSeq) ?? 0;
+      this.#lastAnnouncement = announcement;
+      return this.#lastSeq;
+    }
     this.#db.resetReadTxn();
     return this.#get<number>(key.changeSeq) ?? 0;
   }
