@@ -46,9 +46,10 @@ export class ProjectDirectory {
     for (const record of await this.#store.listProjects()) {
       const project = resolveProject(record, this.#instance, this.#defaultId);
       byId.set(project.id, project);
-      byHost.set(new URL(project.url).host, { project, url: project.url });
       if (project.customUrl !== undefined) byHost.set(new URL(project.customUrl).host, { project, url: project.customUrl });
     }
+    // The instance's own hosts last: a custom domain never takes one over (normalizeCustomDomain refuses them).
+    for (const project of byId.values()) byHost.set(new URL(project.url).host, { project, url: project.url });
     if (!byId.has(this.#defaultId)) throw new Error("the default project is missing from the store");
     this.#byId = byId;
     this.#byHost = byHost;

@@ -55,7 +55,8 @@ export function resolveProject(record: ProjectRecord, instance: InstanceSettings
   const scheme = new URL(instance.publicUrl).protocol;
   const slug = record.slug ?? DEFAULT_PROJECT_SLUG;
   const url = isDefault ? instance.publicUrl : `${scheme}//${slug}.${instance.baseDomain}`;
-  const customUrl = record.customDomain === undefined ? undefined : `${scheme}//${record.customDomain}`;
+  // Its origin: canonical even for a domain stored before custom domains were canonicalized.
+  const customUrl = record.customDomain === undefined ? undefined : new URL(`${scheme}//${record.customDomain}`).origin;
   return {
     id: record.id,
     name: record.name,
@@ -86,15 +87,25 @@ export function slugProblem(slug: string): string | undefined {
   return undefined;
 }
 
-/** Lowercases a custom domain and checks it; returns the problem as a string. */
+/** A host without its port. */
+const hostnameOf = (host: string) => host.replace(/:\d+$/, "");
+
+/**
+ * A custom domain in canonical form (lowercase, without a trailing dot, without the scheme's
+ * default port, the port without leading zeros: what a request's Host is matched against), or
+ * the problem with it. Its host name, whatever the port, must not be the public URL's or the base
+ * domain's, nor one under the base domain: no port can make a project answer at another's host.
+ */
 export function normalizeCustomDomain(raw: string, instance: InstanceSettings): string | { problem: string } {
-  const domain = raw.trim().toLowerCase().replace(/\.$/, "");
+  const domain = raw.trim().toLowerCase().replace(/\.(?=:\d+$|$)/, "");
   if (!isHostName(domain)) return { problem: "customDomain must be a host name with an optional port, like auth.example.com" };
-  const own = [new URL(instance.publicUrl).host, instance.baseDomain];
-  if (own.includes(domain) || domain.endsWith(`.${instance.baseDomain}`)) {
-    return { problem: `customDomain must not be the instance's own host or a host under the base domain ${instance.baseDomain}` };
+  const host = new URL(`${new URL(instance.publicUrl).protocol}//${domain}`).host;
+  const name = hostnameOf(host);
+  const base = hostnameOf(instance.baseDomain);
+  if (name === new URL(instance.publicUrl).hostname || name === base || name.endsWith(`.${base}`)) {
+    return { problem: `customDomain must not be the instance's own host or a host under the base domain ${instance.baseDomain}, on any port` };
   }
-  return domain;
+  return host;
 }
 
 /** A change of a project's settings, as `PATCH /v1/project` and `projects create` take it. */

@@ -266,6 +266,11 @@ describe("projects", () => {
       [{ customDomain: "not a host" }, "customDomain"],
       [{ customDomain: ACME_HOST }, "customDomain"],
       [{ customDomain: "tokens.example.test" }, "customDomain"],
+      // The public host or the base domain on any port, the default one included.
+      [{ customDomain: "tokens.example.test:443" }, "customDomain"],
+      [{ customDomain: "tokens.example.test:8443" }, "customDomain"],
+      [{ customDomain: "TOKENS.example.test.:0443" }, "customDomain"],
+      [{ customDomain: `${ACME_HOST}:443` }, "customDomain"],
       [{ name: "" }, "name"],
       [{ slug: "other" }, "slug"],
     ];
@@ -274,6 +279,28 @@ describe("projects", () => {
     }
     expect(await json<ProjectBody>(await t.api("GET", "/v1/project"))).toEqual(before);
     await expectError(await t.request("GET", "/v1/project"), 401, "unauthorized");
+  });
+
+  test("a custom domain is stored canonical: the scheme's default port dropped, the port without leading zeros", async () => {
+    expect(await json<ProjectBody>(await asAcme("PATCH", "/v1/project", { customDomain: "Auth.Acme.test.:443" }))).toMatchObject({
+      customDomain: "auth.acme.test",
+      issuer: "https://auth.acme.test",
+    });
+    expect(await json<ProjectBody>(await asAcme("PATCH", "/v1/project", { customDomain: "auth.acme.test:08443" }))).toMatchObject({
+      customDomain: "auth.acme.test:8443",
+      issuer: "https://auth.acme.test:8443",
+    });
+    expect((await discovery("auth.acme.test:8443")).issuer).toBe("https://auth.acme.test:8443");
+  });
+
+  test("a custom domain stored before it was canonical never takes over the instance's own host", async () => {
+    const before = await jwks("tokens.example.test");
+    // As an earlier version could store it: the public host with its default port.
+    await t.ctx.store.updateProject(acme.id, (current) => ({ ...current, customDomain: "tokens.example.test:443" }));
+    await t.ctx.projects.refresh();
+    expect((await discovery("tokens.example.test")).issuer).toBe(PUBLIC);
+    expect(await jwks("tokens.example.test")).toEqual(before);
+    expect((await discovery("tokens.example.test:443")).issuer).toBe(PUBLIC);
   });
 
   test("a project created by another process is served after the next tick", async () => {
