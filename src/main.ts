@@ -61,7 +61,7 @@ async function run(args: ParsedArgs): Promise<number> {
   if (command === "serve" && worker === undefined && config.workers > 1) return await servePrimary(config, logger, systemClock);
   // A worker's primary has said which signers this machine uses; a CLI command says it at debug level.
   const announceSigners = command === "serve" ? worker === undefined : config.logLevel === "debug";
-  const ctx = await openContext(config, logger, systemClock, { cache: command === "serve", announceSigners });
+  const ctx = await openContext(config, logger, systemClock, { cache: command === "serve", announceSigners, maintainKeys: command === "serve" });
   try {
     if (command === "serve") return worker === undefined ? await serve(ctx) : await serveWorker(ctx);
     if (command === "apikeys") await apikeysCommand(ctx, args, io);

@@ -67,6 +67,12 @@ export interface OpenContextOptions {
    * only once it holds an RS256 key, and one that signs only ES256 or EdDSA never maps it.
    */
   announceSigners?: boolean;
+  /**
+   * Bring the signing keys up to this process's settings at start (a missed rotation, a new
+   * algorithm; default true). CLI commands say false, so that reading or managing API keys never
+   * changes signing keys: their settings may differ from the server's.
+   */
+  maintainKeys?: boolean;
 }
 
 /**
@@ -107,6 +113,7 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
         return projects.ids;
       },
       signers,
+      maintainOnLoad: options.maintainKeys,
     });
     for (const id of projects.ids) await keys.load(id);
     if (config.bootstrapApiKey !== undefined && (await ensureBootstrapApiKey(store, projectId, config.bootstrapApiKey, clock.now()))) {

@@ -63,6 +63,12 @@ export interface KeyServiceOptions {
   projects?: () => Promise<readonly string[]>;
   /** Makes each ring's signer (`serve` logs its plan once). */
   signers: SignerFactory;
+  /**
+   * Whether `load` also runs maintenance (a missed rotation, a new algorithm, pruning); default
+   * true. A CLI command says false: it must not change keys it was not asked to, whatever its own
+   * settings say (a server with other settings would only change them back).
+   */
+  maintainOnLoad?: boolean;
 }
 
 /** How a project's keys are generated and rotated. */
@@ -126,12 +132,12 @@ export class KeyService {
     return ring;
   }
 
-  /** Creates the project's key set if missing, catches up a missed rotation and loads the ring. */
+  /** Creates the project's key set if missing, catches up a missed rotation (unless `maintainOnLoad` is false) and loads the ring. */
   async load(projectId: string): Promise<KeyRing> {
     let set = await this.#o.store.getKeySet(projectId);
     if (set === undefined) set = await this.#createInitial(projectId);
     this.#loaded.set(projectId, { ring: await KeyRing.build(set, this.#o.masterKey, this.#o.signers), set });
-    await this.#maintain(projectId);
+    if (this.#o.maintainOnLoad !== false) await this.#maintain(projectId);
     return this.ring(projectId);
   }
 

@@ -108,6 +108,21 @@ describe("apikeys", () => {
 });
 
 describe("keys", () => {
+  test("commands run with other settings than the server's change no signing key they were not asked to", async () => {
+    const server = await startServer();
+    const kids = async () => (await cliJson<{ items: { kid: string; alg: string }[] }>(server, "keys", "list", "--json")).items.map((k) => `${k.kid} ${k.alg}`);
+    const before = await kids();
+    const jwksBefore = await jwksKids(server);
+    const otherAlg = { ...server.env, TOKENMINT_SIGNING_ALG: "RS256" };
+    for (const args of [["keys", "list"], ["apikeys", "create", "--name", "other-settings"], ["apikeys", "list"], ["projects", "list"]]) {
+      const result = await runTokenmint(args, otherAlg);
+      expect({ args, code: result.code }).toEqual({ args, code: 0 });
+    }
+    expect(await kids()).toEqual(before);
+    expect(await jwksKids(server)).toEqual(jwksBefore);
+    expect(server.proc.logs().filter((line) => line.msg === "next signing key replaced for a new algorithm")).toHaveLength(0);
+  });
+
   test("list --json shows public metadata only", async () => {
     const server = await startServer();
     const result = await cli(server, "keys", "list", "--json");
