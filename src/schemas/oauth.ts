@@ -21,6 +21,8 @@ export const OAuthTokenRequest = Type.Object(
       param("A JWT signed with one of the client's registered keys (private_key_jwt): iss = sub = client id, aud = issuer or token endpoint, exp, jti."),
     ),
     audience: Type.Optional(param("Optional. Must equal the client's audience; the token's `aud` is always the client's audience.")),
+    resource: Type.Optional(param("Optional (RFC 8707). Must equal the client's audience, as `audience` must.")),
+    scope: Type.Optional(param("Not supported: tokens carry no scope. A request with a scope is refused with `invalid_scope`.")),
   },
   { additionalProperties: true },
 );

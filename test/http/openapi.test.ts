@@ -73,14 +73,14 @@ describe("OpenAPI document", () => {
     const op = doc.paths["/oauth/token"]?.post;
     expect(op?.security).toEqual([]);
     const form = op?.requestBody?.content["application/x-www-form-urlencoded"]?.schema as { properties: Record<string, unknown>; required: string[] };
-    expect(Object.keys(form.properties).sort()).toEqual(["audience", "client_assertion", "client_assertion_type", "client_id", "client_secret", "grant_type"]);
+    expect(Object.keys(form.properties).sort()).toEqual(["audience", "client_assertion", "client_assertion_type", "client_id", "client_secret", "grant_type", "resource", "scope"]);
     expect(form.required).toEqual(["grant_type"]);
     expect(op?.requestBody?.content["application/json"]).toBeUndefined();
     expect(op?.responses["200"]?.content?.["application/json"]?.schema).toMatchObject({
       properties: { access_token: { type: "string" }, token_type: { const: "Bearer" }, expires_in: { type: "integer" } },
     });
     expect(op?.responses["401"]?.description).toContain("invalid_client");
-    for (const code of ["invalid_request", "unsupported_grant_type", "invalid_target"]) expect(op?.responses["400"]?.description).toContain(code);
+    for (const code of ["invalid_request", "unsupported_grant_type", "invalid_target", "invalid_scope"]) expect(op?.responses["400"]?.description).toContain(code);
   });
 
   test("introspection and revocation take a form body with `token`; introspection documents its answer", () => {

@@ -124,8 +124,21 @@ describe("token endpoint: client credentials", () => {
     await expectOAuthError(await tokenRequest(t, twice, { authorization: basic(clientId, secret) }), 400, "invalid_request", "audience");
   });
 
+  test("resource (RFC 8707) must be the client's audience, as audience must; a scope is refused, never ignored", async () => {
+    await answer(await viaBasic({ ...GRANT, resource: AUDIENCE }));
+    const wrong = await viaBasic({ ...GRANT, resource: "https://evil.example" });
+    expect(wrong.status).toBe(400);
+    expect(((await wrong.json()) as { error: string; error_description: string }).error).toBe("invalid_target");
+    for (const scope of ["read write", "admin"]) {
+      const res = await viaBasic({ ...GRANT, scope });
+      expect(res.status).toBe(400);
+      expect(res.headers.get("cache-control")).toBe("no-store");
+      expect(((await res.json()) as { error: string }).error).toBe("invalid_scope");
+    }
+  });
+
   test("unrecognised parameters are ignored, and a charset on the content type is accepted", async () => {
-    await answer(await viaBasic({ ...GRANT, scope: "read write", resource: "urn:x", foo: "bar" }));
+    await answer(await viaBasic({ ...GRANT, foo: "bar" }));
     const res = await t.request("POST", "/oauth/token", "grant_type=client_credentials&foo=1&foo=2&__proto__=x&constructor=y", {
       "content-type": "application/x-www-form-urlencoded; charset=UTF-8",
       authorization: basic(clientId, secret),

@@ -18,6 +18,9 @@ export const GRANT_TYPES = ["client_credentials"] as const;
 export interface TokenEndpointParams extends ClientAuthParams {
   grant_type: string;
   audience?: string;
+  /** RFC 8707 resource indicator: the audience by its standard name. */
+  resource?: string;
+  scope?: string;
 }
 
 /** The successful answer (RFC 6749 §5.1). */
@@ -43,9 +46,13 @@ export async function clientCredentialsToken(
   if (params.grant_type !== "client_credentials") {
     throw new OAuthError("unsupported_grant_type", "This grant_type is not supported; use grant_type=client_credentials.");
   }
-  if (params.audience !== undefined && params.audience !== client.audience) {
-    throw new OAuthError("invalid_target", "The audience parameter must equal the client's audience, or be left out.");
+  for (const name of ["audience", "resource"] as const) {
+    if (params[name] !== undefined && params[name] !== client.audience) {
+      throw new OAuthError("invalid_target", `The ${name} parameter must equal the client's audience, or be left out.`);
+    }
   }
+  // RFC 6749 §3.3: a scope other than the one granted (tokens carry none) is refused, not ignored.
+  if (params.scope !== undefined) throw new OAuthError("invalid_scope", "Tokens of this service carry no scope; leave the scope parameter out.");
   const { token, claims } = await issueAccessToken(ctx, project.id, client, {
     issuer,
     lifetime: project.defaultTokenLifetime,

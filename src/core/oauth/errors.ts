@@ -13,6 +13,7 @@ export type OAuthErrorCode =
   | "invalid_client"
   | "unsupported_grant_type"
   | "invalid_target"
+  | "invalid_scope"
   | "unauthorized_client"
   | "server_error"
   | "temporarily_unavailable";
@@ -23,6 +24,7 @@ export const OAUTH_ERROR_TABLE: Readonly<Record<OAuthErrorCode, { status: number
   invalid_client: { status: 401, description: "Client authentication failed." },
   unsupported_grant_type: { status: 400, description: "Only grant_type=client_credentials is supported." },
   invalid_target: { status: 400, description: "The audience is not the client's audience." },
+  invalid_scope: { status: 400, description: "Tokens carry no scope: a scope cannot be granted." },
   unauthorized_client: { status: 400, description: "The client may not do this: it may revoke only tokens issued to it." },
   server_error: { status: 500, description: ERROR_TABLE.internal_error.message },
   temporarily_unavailable: { status: 503, description: ERROR_TABLE.unavailable.message },
