@@ -55,6 +55,9 @@ describe("discovery document", () => {
     expect(doc.revocation_endpoint).toBe("https://x.example.test/oauth/revoke");
     expect(doc.introspection_endpoint_auth_methods_supported).toEqual(doc.token_endpoint_auth_methods_supported);
     expect(doc.revocation_endpoint_auth_methods_supported).toEqual(doc.token_endpoint_auth_methods_supported);
+    // They take private_key_jwt, so RFC 8414 §2 requires their assertion algs too.
+    expect(doc.introspection_endpoint_auth_signing_alg_values_supported).toEqual(doc.token_endpoint_auth_signing_alg_values_supported);
+    expect(doc.revocation_endpoint_auth_signing_alg_values_supported).toEqual(doc.token_endpoint_auth_signing_alg_values_supported);
   });
 
   test("/.well-known/oauth-authorization-server (RFC 8414) serves the same body and headers", async () => {
