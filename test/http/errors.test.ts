@@ -88,6 +88,9 @@ describe("errors", () => {
     const token = await tokenRequest(t, { grant_type: "client_credentials" }, { authorization: basic(upper(clientId), secret) });
     expect(token.status).toBe(200);
     expect(decodeJwt(((await token.json()) as { access_token: string }).access_token).client_id).toBe(clientId);
+    // The same id in two cases, in the header and the body, names one client.
+    const both = await tokenRequest(t, { grant_type: "client_credentials", client_id: clientId }, { authorization: basic(upper(clientId), secret) });
+    expect(both.status).toBe(200);
   });
 
   test("a management route refuses query parameters it does not know; discovery ignores them", async () => {

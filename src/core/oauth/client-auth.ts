@@ -45,6 +45,9 @@ export interface ClientAuthOptions {
   assertionAudiences: readonly string[];
 }
 
+/** Whether two client ids name the same client: equal, or the same UUID in another case. */
+const sameClientId = (a: string, b: string) => a === b || (isUuid(a) && a.toLowerCase() === b.toLowerCase());
+
 const MALFORMED_BASIC = "Malformed Authorization header: expected 'Basic base64(urlencode(client_id):urlencode(client_secret))'.";
 
 /** application/x-www-form-urlencoded decoding of one Basic credential (RFC 6749 §2.3.1). */
@@ -89,7 +92,7 @@ function readAssertion(authorization: string | null, params: ClientAuthParams): 
     throw new OAuthError("invalid_request", `client_assertion needs client_assertion_type=${CLIENT_ASSERTION_TYPE}.`);
   }
   const clientId = assertionClientId(params.client_assertion);
-  if (params.client_id !== undefined && params.client_id !== clientId) {
+  if (params.client_id !== undefined && !sameClientId(params.client_id, clientId)) {
     throw new OAuthError("invalid_request", "The client_id parameter differs from the iss and sub of the client_assertion.");
   }
   return { method: "private_key_jwt", clientId, assertion: params.client_assertion };
@@ -101,7 +104,7 @@ export function readClientCredentials(authorization: string | null, params: Clie
   if (authorization !== null) {
     if (params.client_secret !== undefined) throw new OAuthError("invalid_request", ONE_METHOD);
     const basic = parseBasicCredentials(authorization);
-    if (params.client_id !== undefined && params.client_id !== basic.clientId) {
+    if (params.client_id !== undefined && !sameClientId(params.client_id, basic.clientId)) {
       throw new OAuthError("invalid_request", "The client_id parameter differs from the client id of the Authorization header.");
     }
     return { method: "client_secret_basic", ...basic };
