@@ -7,7 +7,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import type { Principal } from "../core/api-keys.ts";
 
-export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS";
 
 /** What a handler gets: validated input, the caller, and a place to set status and headers. */
 export interface RouteInput {

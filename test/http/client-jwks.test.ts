@@ -109,7 +109,7 @@ describe("client public keys", () => {
       await expectError(res, 401, "unauthorized");
     }
     const res = await t.api("POST", jwksPath(providerId, clientId), { keys: [ed.publicJwk] });
-    expect(res.headers.get("allow")).toBe("PUT, GET, DELETE");
+    expect(res.headers.get("allow")).toBe("PUT, GET, DELETE, HEAD");
     await expectError(res, 405, "method_not_allowed");
     expect((await json<{ keys: unknown[] }>(await t.api("GET", jwksPath(providerId, clientId)))).keys).toHaveLength(1);
   });

@@ -163,11 +163,11 @@ describe("errors", () => {
     const put = await t.api("PUT", "/v1/providers", { name: "a" });
     const allowPut = put.headers.get("allow") ?? "";
     await expectError(put, 405, "method_not_allowed");
-    expect(allowPut.split(",").map((m) => m.trim()).sort()).toEqual(["GET", "POST"]);
+    expect(allowPut.split(",").map((m) => m.trim()).sort()).toEqual(["GET", "HEAD", "POST"]);
     const del = await t.api("DELETE", "/v1/keys");
     const allowDel = del.headers.get("allow") ?? "";
     await expectError(del, 405, "method_not_allowed");
-    expect(allowDel.split(",").map((m) => m.trim())).toEqual(["GET"]);
+    expect(allowDel.split(",").map((m) => m.trim())).toEqual(["GET", "HEAD"]);
   });
 
   test("409 when the operation clashes with the current state", async () => {

@@ -154,7 +154,25 @@ describe("JWKS caching and lifecycle", () => {
     expect(maxAge(res)).toBe(t.ctx.keys.jwksMaxAge(t.ctx.projectId));
     expect(res.headers.get("etag")).toMatch(/^"[^"]+"$/);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    // Browser code may read the ETag, to revalidate.
+    expect(res.headers.get("access-control-expose-headers")).toBe("ETag");
     expect(["application/json", "application/jwk-set+json"]).toContain(mediaType(res) ?? "");
+  });
+
+  test("a CORS preflight of any discovery path is a 204 that allows GET and HEAD with If-None-Match; other methods list HEAD in Allow", async () => {
+    const preflight = { origin: "https://app.example", "access-control-request-method": "GET", "access-control-request-headers": "if-none-match" };
+    for (const path of ["/.well-known/jwks", "/.well-known/jwks.json", "/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"]) {
+      const res = await t.request("OPTIONS", path, undefined, preflight);
+      expect({ path, status: res.status, body: await res.text() }).toEqual({ path, status: 204, body: "" });
+      expect(res.headers.get("access-control-allow-origin")).toBe("*");
+      expect(res.headers.get("access-control-allow-methods")).toBe("GET, HEAD");
+      expect(res.headers.get("access-control-allow-headers")?.toLowerCase()).toBe("if-none-match");
+      const post = await t.request("POST", path);
+      expect(post.status).toBe(405);
+      expect(post.headers.get("allow")).toBe("GET, OPTIONS, HEAD");
+    }
+    // The management API is not for browsers: no preflight there.
+    expect((await t.request("OPTIONS", "/v1/providers")).status).toBe(401);
   });
 
   test("304 with no body on a matching If-None-Match: exact, in a list, weak, or *", async () => {

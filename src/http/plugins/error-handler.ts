@@ -57,8 +57,10 @@ export function toAppError(error: unknown, code: string, method: string, url: st
     const pathname = pathOf(url);
     const known = matchPath(routes, pathname);
     if (known !== undefined) {
-      return new AppError("method_not_allowed", `${method} is not supported on ${known.path}; use ${known.methods.join(", ")}.`, {
-        allow: known.methods.join(", "),
+      // A GET route answers HEAD too (RFC 9110 §9.3.2).
+      const allowed = known.methods.includes("GET") ? [...known.methods, "HEAD"] : known.methods;
+      return new AppError("method_not_allowed", `${method} is not supported on ${known.path}; use ${allowed.join(", ")}.`, {
+        allow: allowed.join(", "),
       });
     }
     return new AppError("not_found", `No route matches ${method} ${pathname}.`);

@@ -43,7 +43,15 @@ export function discoveryDocument(issuer: string, ring: KeyRing): Record<string,
 
 export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
   const cacheControl = (projectId: string) => `public, max-age=${ctx.keys.jwksMaxAge(projectId)}`;
-  const common = { "access-control-allow-origin": "*", "x-content-type-options": "nosniff" };
+  // ETag is not a CORS-safelisted response header: exposed, so browser code can revalidate too.
+  const common = { "access-control-allow-origin": "*", "access-control-expose-headers": "ETag", "x-content-type-options": "nosniff" };
+  /** The answer to a CORS preflight: what a browser may send (If-None-Match included). */
+  const preflightHeaders = new Headers({
+    "access-control-allow-origin": "*",
+    "access-control-allow-methods": "GET, HEAD",
+    "access-control-allow-headers": "If-None-Match",
+    "access-control-max-age": "86400",
+  });
   /**
    * The JWKS answer's headers per key ring, built once and copied into each answer (cheaper than
    * headers from an object); rebuilt when the ring's max-age changes.
@@ -104,10 +112,26 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     },
   });
 
+  const preflightRoute = (path: string): RouteDef => ({
+    method: "OPTIONS",
+    path,
+    summary: "CORS preflight: browsers may read this document from any origin",
+    tag: "discovery",
+    auth: false,
+    success: { status: 204, description: "`Access-Control-Allow-Origin: *`, methods GET and HEAD, header If-None-Match." },
+    errors: [],
+    handler: () => new Response(null, { status: 204, headers: preflightHeaders }),
+  });
+
+  const paths = {
+    discovery: ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"],
+    jwks: ["/.well-known/jwks", "/.well-known/jwks.json"],
+  };
   return [
-    discoveryRoute("/.well-known/openid-configuration", "OpenID Provider metadata of the issuer"),
-    discoveryRoute("/.well-known/oauth-authorization-server", "OAuth 2.0 authorization server metadata (RFC 8414): the same document"),
-    jwksRoute("/.well-known/jwks"),
-    jwksRoute("/.well-known/jwks.json"),
+    discoveryRoute(paths.discovery[0] as string, "OpenID Provider metadata of the issuer"),
+    discoveryRoute(paths.discovery[1] as string, "OAuth 2.0 authorization server metadata (RFC 8414): the same document"),
+    jwksRoute(paths.jwks[0] as string),
+    jwksRoute(paths.jwks[1] as string),
+    ...[...paths.discovery, ...paths.jwks].map(preflightRoute),
   ];
 }
