@@ -66,10 +66,15 @@ export async function serveWorker(ctx: AppContext): Promise<number> {
 /** Bun.serve's options without the address. */
 export type ListenOptions = Omit<Parameters<typeof Bun.serve>[0], "hostname" | "port">;
 
-/** Binds a listener; a failure becomes a one-line StartupError (naming the metrics listener when it is that one). */
+/**
+ * Binds a listener; a failure becomes a one-line StartupError (naming the metrics listener when it
+ * is that one). Without SO_REUSEPORT unless `options` asks for it (a worker): Bun binds with it
+ * when `reusePort` is left out beside `development: false`, and such a bind shares a port that
+ * another server's workers hold instead of failing.
+ */
 export function listen(which: "api" | "metrics", host: string, port: number, options: ListenOptions): ReturnType<typeof Bun.serve> {
   try {
-    return Bun.serve({ ...options, hostname: host, port } as Parameters<typeof Bun.serve>[0]);
+    return Bun.serve({ reusePort: false, ...options, hostname: host, port } as Parameters<typeof Bun.serve>[0]);
   } catch (error) {
     const code = (error as { code?: string }).code;
     const hint = which === "api" ? "is another tokenmint serving this data?" : "TOKENMINT_METRICS_PORT";

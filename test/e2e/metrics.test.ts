@@ -158,7 +158,15 @@ describe("start-up refusals", () => {
     return result.stderrLines[0] as string;
   }
 
-  test("a metrics port already in use is reported clearly", async () => {
+  test("a metrics port already in use is reported clearly, also when held with SO_REUSEPORT (another server's workers)", async () => {
+    const shared = Bun.serve({ hostname: "127.0.0.1", port: 0, reusePort: true, development: false, fetch: () => new Response("taken") });
+    try {
+      expect(await refusedServe({ TOKENMINT_METRICS_PORT: String(shared.port) })).toBe(
+        `tokenmint: 127.0.0.1:${shared.port} is already in use (TOKENMINT_METRICS_PORT)`,
+      );
+    } finally {
+      await shared.stop(true);
+    }
     const blocker = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") });
     try {
       expect(await refusedServe({ TOKENMINT_METRICS_PORT: String(blocker.port) })).toBe(

@@ -81,6 +81,20 @@ describe("bad settings stop start-up with one line that names the problem", () =
       await blocker.stop(true);
     }
   });
+
+  test("a port held by another server's workers (SO_REUSEPORT) is in use too: never shared", async () => {
+    // As another tokenmint's workers hold it.
+    const blocker = Bun.serve({ hostname: "127.0.0.1", port: 0, reusePort: true, development: false, fetch: () => new Response("taken") });
+    try {
+      for (const workers of ["1", "2"]) {
+        const result = await serveWith({ TOKENMINT_PORT: String(blocker.port), TOKENMINT_WORKERS: workers, TOKENMINT_MASTER_KEY: newMasterKey() });
+        expect({ workers, code: result.code }).toEqual({ workers, code: 1 });
+        expect(refusal(result)).toMatch(new RegExp(`127\\.0\\.0\\.1:${blocker.port} is already in use`));
+      }
+    } finally {
+      await blocker.stop(true);
+    }
+  }, 20_000);
 });
 
 describe("one server per data directory", () => {
