@@ -4,7 +4,7 @@
  * and turns every failure into one line on stderr and a non-zero exit code.
  */
 import { apikeysCommand } from "./cli/apikeys.ts";
-import { parseArgs, UsageError, type ParsedArgs } from "./cli/args.ts";
+import { checkArity, parseArgs, UsageError, type ParsedArgs } from "./cli/args.ts";
 import { backupCommand } from "./cli/backup.ts";
 import { checkCommand } from "./cli/check.ts";
 import { HELP } from "./cli/help.ts";
@@ -45,6 +45,7 @@ async function run(args: ParsedArgs): Promise<number> {
     return command === undefined && !args.switches.has("--help") ? 2 : 0;
   }
   if (!COMMANDS.has(command)) throw new UsageError(`unknown command '${command}'; see 'tokenmint --help'`);
+  checkArity(args);
   const config = loadConfig(process.env, args.values);
   const fileCommand = FILE_COMMANDS[command];
   if (fileCommand !== undefined) {

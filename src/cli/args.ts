@@ -66,3 +66,27 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   }
   return { words, values, switches };
 }
+
+/**
+ * How many positional words each command takes, the command and its action included; per action
+ * where it has actions. Commands not listed check their own (check, backup, restore).
+ */
+const ARITY: Readonly<Record<string, number | Readonly<Record<string, number>>>> = {
+  serve: 1,
+  apikeys: { create: 2, list: 2, revoke: 3 },
+  keys: { list: 2, rotate: 2, revoke: 3 },
+  projects: { create: 2, list: 2 },
+};
+
+/**
+ * Refuses a word more than the command takes, before anything is opened or changed: `apikeys
+ * revoke ID1 ID2` must not revoke ID1 alone, nor `keys rotate acme` rotate the default project.
+ */
+export function checkArity(args: ParsedArgs): void {
+  const [command, action] = args.words;
+  const rule = ARITY[command ?? ""];
+  const max = typeof rule === "number" ? rule : rule?.[action ?? ""];
+  if (max !== undefined && args.words.length > max) {
+    throw new UsageError(`unexpected argument '${args.words[max]}'; see 'tokenmint ${command} --help'`);
+  }
+}

@@ -36,6 +36,32 @@ interface ApiKeyJson {
 
 const jwksKids = async (server: Server) => ((await (await fetch(`${server.url}/.well-known/jwks`)).json()) as JSONWebKeySet).keys.map((k) => k.kid);
 
+describe("a word more than a command takes", () => {
+  test("is a usage error (exit 2) before anything is changed", async () => {
+    const server = await startServer();
+    const first = await cliJson<ApiKeyJson>(server, "apikeys", "create", "--name", "one", "--json");
+    const second = await cliJson<ApiKeyJson>(server, "apikeys", "create", "--name", "two", "--json");
+    const keysBefore = await cliJson<{ items: { kid: string }[] }>(server, "keys", "list", "--json");
+    for (const args of [
+      ["apikeys", "revoke", first.id, second.id],
+      ["apikeys", "list", "extra"],
+      ["keys", "rotate", "acme"],
+      ["keys", "revoke", "kid1", "kid2"],
+      ["keys", "list", "extra"],
+      ["projects", "list", "extra"],
+      ["serve", "extra"],
+    ]) {
+      const result = await cli(server, ...args);
+      expect({ args, code: result.code }).toEqual({ args, code: 2 });
+      expect(result.stderrLines).toHaveLength(1);
+      expect(result.stderrLines[0]).toContain("unexpected argument");
+    }
+    const keys = await cliJson<{ items: ApiKeyJson[] }>(server, "apikeys", "list", "--json");
+    expect(keys.items.filter((k) => k.status === "revoked")).toEqual([]);
+    expect(await cliJson<{ items: { kid: string }[] }>(server, "keys", "list", "--json")).toEqual(keysBefore);
+  });
+});
+
 describe("apikeys", () => {
   test("create --json, list (table and --json) without secrets, revoke takes effect in the running server", async () => {
     const server = await startServer();
