@@ -141,16 +141,16 @@ export const SETTINGS: readonly Setting[] = [
     env: "TOKENMINT_MASTER_KEY",
     defaultText: "none",
     description:
-      "Master key (base64url of 32 bytes) that encrypts signing keys at rest. Takes precedence over TOKENMINT_MASTER_KEY_FILE.",
-    parse: (raw) => (raw === undefined || raw === "" ? undefined : raw.trim()),
+      "Master key (base64url of 32 bytes) that encrypts signing keys at rest. Takes precedence over TOKENMINT_MASTER_KEY_FILE. Set but empty is an error (an unfilled secret must not mean 'generate one').",
+    parse: (raw) => (raw === undefined ? undefined : raw.trim() === "" ? problem("TOKENMINT_MASTER_KEY is set but empty; unset it or give the key") : raw.trim()),
   },
   {
     key: "masterKeyFile",
     env: "TOKENMINT_MASTER_KEY_FILE",
     defaultText: "`$CREDENTIALS_DIRECTORY/master-key` if present, else `<data-dir>/master.key`",
     description:
-      "File holding the master key. If no master key is set and the data holds no keys yet, one is generated at `<data-dir>/master.key` (mode 0600) with a warning.",
-    parse: (raw) => (raw === undefined || raw === "" ? undefined : raw.trim()),
+      "File holding the master key. If no master key is set and the data holds no keys yet, one is generated at `<data-dir>/master.key` (mode 0600) with a warning. Set but empty is an error.",
+    parse: (raw) => (raw === undefined ? undefined : raw.trim() === "" ? problem("TOKENMINT_MASTER_KEY_FILE is set but empty; unset it or give the file") : raw.trim()),
   },
   {
     key: "bootstrapApiKey",

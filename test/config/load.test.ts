@@ -91,6 +91,16 @@ describe("loadConfig", () => {
     expect(problemsOf({ TOKENMINT_METRICS_PORT: "8080" })[0]).toContain("must differ");
   });
 
+  test("a master key or key file set but empty is an error, never 'generate one'", () => {
+    for (const name of ["TOKENMINT_MASTER_KEY", "TOKENMINT_MASTER_KEY_FILE"]) {
+      for (const empty of ["", "  "]) {
+        const problems = problemsOf({ [name]: empty });
+        expect(problems).toHaveLength(1);
+        expect(problems[0]).toContain(`${name} is set but empty`);
+      }
+    }
+  });
+
   test("every algorithm of the contract is accepted", () => {
     for (const alg of ["RS256", "ES256", "EdDSA"]) expect(loadConfig({ TOKENMINT_SIGNING_ALG: alg }).signingAlg).toBe(alg as never);
   });
