@@ -296,3 +296,21 @@ describe("docs/errors.md", () => {
     expect(entries(rows)).toEqual(Object.entries(OAUTH_ERROR_TABLE).map(([code, { status }]) => ({ status, code, meaningGiven: true })));
   });
 });
+
+describe("while the service drains", () => {
+  test("each 503 closes its connection, and none is logged as a failure", async () => {
+    const logLines: string[] = [];
+    const t = await buildTestApp({ logLines });
+    try {
+      t.ctx.draining = true;
+      for (const res of [await t.api("GET", "/v1/providers"), await t.request("GET", "/.well-known/jwks")]) {
+        expect(res.status).toBe(503);
+        expect(res.headers.get("connection")).toBe("close");
+      }
+      expect(logLines.filter((line) => line.includes('"level":"error"'))).toEqual([]);
+    } finally {
+      t.ctx.draining = false;
+      await t.close();
+    }
+  });
+});

@@ -16,7 +16,8 @@ export const isManagementPath = (pathname: string) => pathname === "/v1" || path
 
 export const auth = (ctx: AppContext, principals: Principals) =>
   new Elysia({ name: "auth" }).onRequest(async ({ request }) => {
-    if (ctx.draining) throw new AppError("unavailable", "The service is shutting down; retry on another instance or shortly.", { "retry-after": "1" });
+    // The connection closes with this answer, so a keep-alive client retries on a new one, not into a reset.
+    if (ctx.draining) throw new AppError("unavailable", "The service is shutting down; retry on another instance or shortly.", { "retry-after": "1", connection: "close" });
     if (!isManagementPath(pathOf(request.url))) return;
     principals.set(request, await authenticate(ctx.store, request.headers.get("authorization"), ctx.clock.now()));
   });

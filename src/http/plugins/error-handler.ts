@@ -77,13 +77,15 @@ export interface ErrorAnswer {
 
 /**
  * The answer to `error`, thrown while answering `request` (Elysia's error `code`, or `UNKNOWN`),
- * in the form its path takes; a 5xx is logged with its stack. The error hook and the direct lane
+ * in the form its path takes; a 5xx not chosen by the service is logged with its stack. The error hook and the direct lane
  * (http/direct.ts) both answer through this.
  */
 export function errorAnswer(logger: Logger, routes: readonly RouteDef[], error: unknown, code: string, request: Request, route: string | undefined): ErrorAnswer {
   const mapped = toAppError(error, code, request.method, request.url, routes);
   const answer = isOAuthPath(pathOf(request.url)) ? toOAuthErrorResponse(mapped) : toErrorResponse(mapped);
-  if (answer.status >= 500) {
+  // A fault (and a store that cannot be reached) is logged with its stack; a 503 the service chose
+  // itself (while draining, which is logged once, or while not ready) is not logged per request.
+  if (answer.status >= 500 && !(error instanceof AppError)) {
     logger.error("request failed", {
       method: request.method,
       route: route || undefined,
