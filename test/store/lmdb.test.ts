@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { open } from "lmdb";
 import { CHANGES_FILE, LMDB_FILE, LmdbStore, openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
@@ -90,6 +90,18 @@ describe("lmdb store: changeSeqNow and the announcements of commits", () => {
 });
 
 describe("lmdb store", () => {
+  test("its files are the owner's alone (0600), even in a directory others may list", () =>
+    withDir(async (path) => {
+      chmodSync(path, 0o755);
+      const store = openLmdbStore(path);
+      try {
+        await store.initMeta("format", 1);
+        for (const file of [LMDB_FILE, `${LMDB_FILE}-lock`, CHANGES_FILE]) expect({ file, mode: statSync(join(path, file)).mode & 0o777 }).toEqual({ file, mode: 0o600 });
+      } finally {
+        await store.close();
+      }
+    }));
+
   test("describes itself with the data file path", () =>
     withDir(async (path) => {
       const store = openLmdbStore(path);

@@ -14,7 +14,7 @@
  * `backup` copies the environment from one read snapshot; `openLmdbFileReadOnly` reads a data
  * file or a backup without changing it.
  */
-import { closeSync, existsSync, mkdirSync, openSync, statSync, truncateSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
 import {
@@ -71,6 +71,15 @@ export function openLmdbStore(dataDir: string): LmdbStore {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, LMDB_FILE);
   const db = open({ path, encoding: "json", compression: false }) as RootDatabase<unknown, string>;
+  // LMDB creates its files 0644: the data (names, audiences, sealed keys) is the owner's alone,
+  // even in a data directory others may list.
+  for (const file of [path, `${path}-lock`]) {
+    try {
+      chmodSync(file, 0o600);
+    } catch {
+      // Not ours to change (another user's file): left as it is.
+    }
+  }
   return new LmdbStore(db, path, false, openAnnouncements(join(dataDir, CHANGES_FILE)));
 }
 
