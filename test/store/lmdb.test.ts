@@ -329,6 +329,19 @@ describe("lmdb backup and read-only files", () => {
         writeFileSync(join(path, name), content);
         expect(() => openLmdbFileReadOnly(join(path, name))).toThrow(/is not an LMDB data file/);
       }
+      // Cut short after both meta pages: pages the current meta names are missing (opening it
+      // would kill the process when LMDB reads past the end of the mapped file).
+      const big = openLmdbStore(join(path, "big"));
+      for (let i = 0; i < 300; i++) await big.createProvider(providerRecord(newProjectId(T0), T0 + i, "x".repeat(150)));
+      await big.close();
+      const full = readFileSync(join(path, "big", LMDB_FILE));
+      expect(full.length).toBeGreaterThan(40_000);
+      await openLmdbFileReadOnly(join(path, "big", LMDB_FILE)).close();
+      writeFileSync(join(path, "cut"), full.subarray(0, 20_000));
+      expect(() => openLmdbFileReadOnly(join(path, "cut"))).toThrow(/damaged or incomplete/);
+      // The same file as a data directory's data: refused, not opened.
+      writeFileSync(join(path, "big", LMDB_FILE), full.subarray(0, 20_000));
+      expect(() => openLmdbStore(join(path, "big"))).toThrow(/damaged or incomplete/);
       // A torn copy: the first meta page is intact, the second is missing.
       const store = openLmdbStore(path);
       await store.initMeta("format", 1);
@@ -336,7 +349,7 @@ describe("lmdb backup and read-only files", () => {
       writeFileSync(join(path, "torn"), readFileSync(join(path, "tokenmint.mdb")).subarray(0, 4096));
       expect(() => openLmdbFileReadOnly(join(path, "torn"))).toThrow(/damaged or incomplete/);
       expect(await storeErrorKind(Promise.resolve().then(() => openLmdbFileReadOnly(join(path, "missing"))))).toBe("not_found");
-      expect(readdirSync(path).sort()).toEqual(["empty", "junk", "tokenmint.mdb", "tokenmint.mdb-changes", "tokenmint.mdb-lock", "torn", "zeros"]);
+      expect(readdirSync(path).sort()).toEqual(["big", "cut", "empty", "junk", "tokenmint.mdb", "tokenmint.mdb-changes", "tokenmint.mdb-lock", "torn", "zeros"]);
 
       const before = readFileSync(join(path, "tokenmint.mdb"));
       const ro = openLmdbFileReadOnly(join(path, "tokenmint.mdb"));

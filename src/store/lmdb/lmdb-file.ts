@@ -12,7 +12,7 @@ import { StoreError } from "../store.ts";
 const LMDB_MAGIC = 0xbeefc0de;
 const LMDB_DATA_VERSION = 2;
 /** Byte offsets in a meta page (64-bit little-endian layout): a 24-byte page header, then the meta. */
-const META = { flags: 18, magic: 24, version: 28, pageSize: 48 } as const;
+const META = { flags: 18, magic: 24, version: 28, pageSize: 48, lastPage: 144, txnId: 152 } as const;
 const P_META = 0x08;
 
 /**
@@ -28,7 +28,7 @@ export function lmdbFileProblem(path: string): string | undefined {
     return `cannot be read: ${(error as Error).message}`;
   }
   try {
-    const head = Buffer.alloc(64);
+    const head = Buffer.alloc(META.txnId + 8);
     const isMeta = (offset: number) =>
       readSync(fd, head, 0, head.length, offset) === head.length &&
       head.readUInt32LE(META.magic) === LMDB_MAGIC &&
@@ -37,7 +37,16 @@ export function lmdbFileProblem(path: string): string | undefined {
     if (!isMeta(0)) return "is not an LMDB data file";
     const pageSize = head.readUInt32LE(META.pageSize);
     const sane = pageSize >= 512 && pageSize <= 65536 && (pageSize & (pageSize - 1)) === 0;
-    if (!sane || fstatSync(fd).size < 2 * pageSize || !isMeta(pageSize)) return "is a damaged or incomplete LMDB data file";
+    const damaged = "is a damaged or incomplete LMDB data file";
+    const size = fstatSync(fd).size;
+    if (!sane || size < 2 * pageSize) return damaged;
+    const first = { lastPage: head.readBigUInt64LE(META.lastPage), txnId: head.readBigUInt64LE(META.txnId) };
+    if (!isMeta(pageSize)) return damaged;
+    const second = { lastPage: head.readBigUInt64LE(META.lastPage), txnId: head.readBigUInt64LE(META.txnId) };
+    // Every page up to the current meta's last one must be in the file: LMDB maps the file and
+    // reading a page past its end kills the process (SIGBUS), so a truncated copy stops here.
+    const current = second.txnId > first.txnId ? second : first;
+    if (BigInt(size) < (current.lastPage + 1n) * BigInt(pageSize)) return damaged;
     return undefined;
   } catch (error) {
     return `cannot be read: ${(error as Error).message}`;

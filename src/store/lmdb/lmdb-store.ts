@@ -66,10 +66,17 @@ function openAnnouncements(path: string): Float64Array | undefined {
   }
 }
 
-/** Opens (creating if needed) the LMDB store in `dataDir`. */
+/**
+ * Opens (creating if needed) the LMDB store in `dataDir`. An existing data file is checked first
+ * (lmdb-file.ts lmdbFileProblem): a damaged one is `unavailable`, never a crash of the process.
+ */
 export function openLmdbStore(dataDir: string): LmdbStore {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, LMDB_FILE);
+  if (existsSync(path) && statSync(path).size > 0) {
+    const problem = lmdbFileProblem(path);
+    if (problem !== undefined) throw new StoreError("unavailable", `${path} ${problem}`);
+  }
   const db = open({ path, encoding: "json", compression: false }) as RootDatabase<unknown, string>;
   // LMDB creates its files 0644: the data (names, audiences, sealed keys) is the owner's alone,
   // even in a data directory others may list.
