@@ -123,15 +123,11 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     handler: () => new Response(null, { status: 204, headers: preflightHeaders }),
   });
 
-  const paths = {
-    discovery: ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"],
-    jwks: ["/.well-known/jwks", "/.well-known/jwks.json"],
-  };
-  return [
-    discoveryRoute(paths.discovery[0] as string, "OpenID Provider metadata of the issuer"),
-    discoveryRoute(paths.discovery[1] as string, "OAuth 2.0 authorization server metadata (RFC 8414): the same document"),
-    jwksRoute(paths.jwks[0] as string),
-    jwksRoute(paths.jwks[1] as string),
-    ...[...paths.discovery, ...paths.jwks].map(preflightRoute),
+  const served = [
+    discoveryRoute("/.well-known/openid-configuration", "OpenID Provider metadata of the issuer"),
+    discoveryRoute("/.well-known/oauth-authorization-server", "OAuth 2.0 authorization server metadata (RFC 8414): the same document"),
+    jwksRoute("/.well-known/jwks"),
+    jwksRoute("/.well-known/jwks.json"),
   ];
+  return [...served, ...served.map((route) => preflightRoute(route.path))];
 }
