@@ -63,7 +63,8 @@ describe("lmdb store: changeSeqNow and the announcements of commits", () => {
         await silent.createProvider(providerRecord(A, T0));
         // Committed, but never announced (its writer was never answered): not taken as a change.
         expect(store.changeSeqNow()).toBe(before);
-        expect(await store.changeSeq()).toBe(before + 1);
+        // It is in the data all the same: a store without the mapping reads it there.
+        expect(silent.changeSeqNow()).toBe(before + 1);
         await announcing.createProvider(providerRecord(A, T0 + 1, "second"));
         expect(store.changeSeqNow()).toBe(before + 2);
       } finally {
