@@ -60,6 +60,20 @@ async function verify(t: TestApp, token: string): Promise<string | undefined> {
   return protectedHeader.kid;
 }
 
+/** Records, in order, each call of the named methods of the app's store (which still run). */
+function recordCalls(t: TestApp, names: readonly string[]): string[] {
+  const calls: string[] = [];
+  const store = t.ctx.store as unknown as Record<string, (...args: unknown[]) => unknown>;
+  for (const name of names) {
+    const original = (store[name] as (...args: unknown[]) => unknown).bind(store);
+    store[name] = (...args: unknown[]) => {
+      calls.push(name);
+      return original(...args);
+    };
+  }
+  return calls;
+}
+
 /** Runs `op`, which must reject with an AppError; returns its code. */
 async function appErrorCode(op: Promise<unknown>): Promise<string> {
   try {
@@ -252,15 +266,7 @@ describe("KeyService across restarts and processes", () => {
     const b = await app({ dataDir, masterKey: a.masterKey, clock });
     await b.ctx.keys.tick();
     // Every read of b's key service beyond the change counter goes through these two.
-    const reads: string[] = [];
-    const store = b.ctx.store as unknown as Record<string, (...args: unknown[]) => unknown>;
-    for (const name of ["getKeySet", "listProjects"]) {
-      const original = (store[name] as (...args: unknown[]) => unknown).bind(store);
-      store[name] = (...args: unknown[]) => {
-        reads.push(name);
-        return original(...args);
-      };
-    }
+    const reads = recordCalls(b, ["getKeySet", "listProjects"]);
     clock.advance(MAX_AGE_S);
     await b.ctx.keys.tick();
     expect(reads).toEqual([]);
@@ -333,15 +339,7 @@ describe("KeyService follow", () => {
   test("nothing written since the last time: no promise, no read but the counter", async () => {
     const t = await app();
     await t.ctx.keys.follow();
-    const reads: string[] = [];
-    const store = t.ctx.store as unknown as Record<string, (...args: unknown[]) => unknown>;
-    for (const name of ["getKeySet", "listProjects", "changeSeqNow"]) {
-      const original = (store[name] as (...args: unknown[]) => unknown).bind(store);
-      store[name] = (...args: unknown[]) => {
-        reads.push(name);
-        return original(...args);
-      };
-    }
+    const reads = recordCalls(t, ["getKeySet", "listProjects", "changeSeqNow"]);
     for (let i = 0; i < 5; i++) expect(t.ctx.keys.follow()).toBeUndefined();
     expect(reads).toEqual(Array(5).fill("changeSeqNow"));
   });
