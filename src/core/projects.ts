@@ -114,8 +114,8 @@ export interface ProjectChange {
   signingAlg?: SigningAlg;
   keyRotationPeriod?: number;
   defaultTokenLifetime?: number;
-  /** A host name, or null to remove the custom domain. */
-  customDomain?: string | null;
+  /** A host name, or "" to remove the custom domain. */
+  customDomain?: string;
 }
 
 /** Checks a change field by field; throws `invalid_request` naming the field. */
@@ -143,7 +143,7 @@ function applyChange(record: ProjectRecord, change: ProjectChange, instance: Ins
     }
     next.defaultTokenLifetime = lifetime;
   }
-  if (change.customDomain === null) delete next.customDomain;
+  if (change.customDomain === "") delete next.customDomain;
   else if (change.customDomain !== undefined) {
     const domain = normalizeCustomDomain(change.customDomain, instance);
     if (typeof domain !== "string") throw new AppError("invalid_request", `${domain.problem}.`);

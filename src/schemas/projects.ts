@@ -30,9 +30,10 @@ export const ProjectPatch = Type.Object(
       }),
     ),
     customDomain: Type.Optional(
-      Type.Union([Type.String({ minLength: 1, maxLength: 259 }), Type.Null()], {
-        description: "Host name that also serves the project (its issuer in tokens unless `forceDefaultDomain`); null removes it.",
-        errorMessage: "must be a host name like auth.example.com, or null",
+      Type.String({
+        maxLength: 259,
+        description: "Host name that also serves the project (its issuer in tokens unless `forceDefaultDomain`); an empty string removes it.",
+        errorMessage: 'must be a host name like auth.example.com, or "" to remove it',
       }),
     ),
   },
@@ -45,7 +46,7 @@ export const Project = Type.Object(
     name: Type.String(),
     slug: Type.String({ description: "The project's own host is `<slug>.<base domain>` (the default project: the public URL)." }),
     url: Type.String({ description: "The project's own URL: the `issuer` of discovery at its own host." }),
-    customDomain: Type.Union([Type.String(), Type.Null()], { description: "The custom domain, or null." }),
+    customDomain: Type.Union([Type.String(), Type.Null()], { description: "The custom domain, or null when there is none." }),
     issuer: Type.String({ description: "The `iss` of tokens from the management API: the custom domain's URL when set, else `url`." }),
     signingAlg: Type.String({ description: "Algorithm of new signing keys." }),
     keyRotationPeriod: Type.Integer({ description: "Seconds between automatic rotations; 0 = off." }),

@@ -121,7 +121,11 @@ describe("projects", () => {
 
     // A domain another project holds is a conflict; removing it frees it.
     await expectError(await t.api("PATCH", "/v1/project", { customDomain: "auth.acme.test" }), 409, "conflict", "auth.acme.test");
-    expect(await json<ProjectBody>(await asAcme("PATCH", "/v1/project", { customDomain: null }))).toMatchObject({ customDomain: null, issuer: ACME });
+    // null is never a valid value: it is refused and changes nothing; "" removes the domain.
+    await expectError(await asAcme("PATCH", "/v1/project", { customDomain: null }), 400, "invalid_request", "customDomain");
+    expect(await json<ProjectBody>(await asAcme("GET", "/v1/project"))).toMatchObject({ customDomain: "auth.acme.test" });
+    await expectError(await asAcme("PATCH", "/v1/project", { customDomain: " " }), 400, "invalid_request", "customDomain");
+    expect(await json<ProjectBody>(await asAcme("PATCH", "/v1/project", { customDomain: "" }))).toMatchObject({ customDomain: null, issuer: ACME });
     expect((await discovery("auth.acme.test")).issuer).toBe(PUBLIC);
     expect(await json<ProjectBody>(await t.api("PATCH", "/v1/project", { customDomain: "auth.acme.test" }))).toMatchObject({ issuer: "https://auth.acme.test" });
   });
