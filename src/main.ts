@@ -3,6 +3,8 @@
  * Process entry: parses the command line, loads settings, builds the context, runs the command,
  * and turns every failure into one line on stderr and a non-zero exit code.
  */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { apikeysCommand } from "./cli/apikeys.ts";
 import { checkArity, parseArgs, UsageError, type ParsedArgs } from "./cli/args.ts";
 import { backupCommand } from "./cli/backup.ts";
@@ -22,6 +24,7 @@ import { MasterKeyError } from "./keys/master-key.ts";
 import { createLogger, createServiceLogger, withFields } from "./logging/logger.ts";
 import { StartupError } from "./startup.ts";
 import { openContext } from "./startup.ts";
+import { LMDB_FILE } from "./store/lmdb/lmdb-store.ts";
 import { StoreError } from "./store/store.ts";
 import { COMMIT, VERSION } from "./version.ts";
 
@@ -60,6 +63,11 @@ async function run(args: ParsedArgs): Promise<number> {
   // A worker's lines name it; the primary's and a single process's do not.
   const logger = worker === undefined ? baseLogger : withFields(baseLogger, { worker });
   if (command === "serve" && worker === undefined && config.workers > 1) return await servePrimary(config, logger, systemClock);
+  // Only serve and the create commands start a new data directory: a list, revoke or rotate on a
+  // mistyped --data-dir must not leave a fresh instance behind.
+  if (command !== "serve" && args.words[1] !== "create" && !existsSync(join(config.dataDir, LMDB_FILE))) {
+    throw new AppError("not_found", `no data yet in ${config.dataDir}; start the server or create an API key or project first`);
+  }
   // A worker's primary has said which signers this machine uses; a CLI command says it at debug level.
   const announceSigners = command === "serve" ? worker === undefined : config.logLevel === "debug";
   const ctx = await openContext(config, logger, systemClock, { cache: command === "serve", announceSigners, maintainKeys: command === "serve" });

@@ -79,12 +79,17 @@ const ARITY: Readonly<Record<string, number | Readonly<Record<string, number>>>>
 };
 
 /**
- * Refuses a word more than the command takes, before anything is opened or changed: `apikeys
+ * Refuses an unknown action and a word more than the command takes, before anything is opened or
+ * changed (or created: an unknown action must not start a new data directory): `apikeys
  * revoke ID1 ID2` must not revoke ID1 alone, nor `keys rotate acme` rotate the default project.
  */
 export function checkArity(args: ParsedArgs): void {
   const [command, action] = args.words;
   const rule = ARITY[command ?? ""];
+  if (typeof rule === "object" && !Object.hasOwn(rule, action ?? "")) {
+    const actions = Object.keys(rule);
+    throw new UsageError(`unknown ${command} command '${action ?? ""}': use ${actions.slice(0, -1).join(", ")} or ${actions.at(-1)}`);
+  }
   const max = typeof rule === "number" ? rule : rule?.[action ?? ""];
   if (max !== undefined && args.words.length > max) {
     throw new UsageError(`unexpected argument '${args.words[max]}'; see 'tokenmint ${command} --help'`);

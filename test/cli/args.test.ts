@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { parseArgs, UsageError } from "../../src/cli/args.ts";
+import { checkArity, parseArgs, UsageError } from "../../src/cli/args.ts";
 
 describe("parseArgs", () => {
   test("splits words, value flags (next word or =value) and switches", () => {
@@ -23,5 +23,24 @@ describe("parseArgs", () => {
     expect(() => parseArgs(["keys", "list", "-x"])).toThrow(new UsageError("unknown option -x"));
     expect(() => parseArgs(["--json=yes"])).toThrow(UsageError);
     expect(() => parseArgs(["apikeys", "create", "--name"])).toThrow(new UsageError("--name needs a value"));
+  });
+});
+
+describe("checkArity", () => {
+  const check = (...words: string[]) => () => checkArity(parseArgs(words));
+
+  test("an unknown or missing action is a usage error that lists the command's actions", () => {
+    expect(check("apikeys", "delete")).toThrow(new UsageError("unknown apikeys command 'delete': use create, list or revoke"));
+    expect(check("keys")).toThrow(new UsageError("unknown keys command '': use list, rotate or revoke"));
+    expect(check("projects", "show")).toThrow(new UsageError("unknown projects command 'show': use create or list"));
+    expect(check("apikeys", "constructor")).toThrow(UsageError);
+  });
+
+  test("a word more than the action takes is a usage error; the words it takes pass", () => {
+    expect(check("keys", "revoke", "a", "b")).toThrow(new UsageError("unexpected argument 'b'; see 'tokenmint keys --help'"));
+    expect(check("serve", "now")).toThrow(new UsageError("unexpected argument 'now'; see 'tokenmint serve --help'"));
+    expect(check("keys", "revoke", "a")).not.toThrow();
+    expect(check("apikeys", "list", "--json")).not.toThrow();
+    expect(check("serve")).not.toThrow();
   });
 });

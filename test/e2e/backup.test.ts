@@ -28,7 +28,7 @@ const cliEnv = (dataDir: string, masterKey: string) => processEnv({ TOKENMINT_DA
 /** A data directory with data in it, made by a CLI command (no server). */
 async function seededDataDir(masterKey: string): Promise<string> {
   const dataDir = tempDataDir();
-  const seeded = await runTokenmint(["keys", "list"], cliEnv(dataDir, masterKey));
+  const seeded = await runTokenmint(["apikeys", "create", "--name", "seed"], cliEnv(dataDir, masterKey));
   expect(seeded.code).toBe(0);
   return dataDir;
 }

@@ -62,7 +62,7 @@ describe("check", () => {
   test("a wrong or missing master key fails with one line and generates nothing", async () => {
     const dataDir = tempDataDir();
     const masterKey = newMasterKey();
-    expect((await runTokenmint(["keys", "list"], cliEnv(dataDir, { TOKENMINT_MASTER_KEY: masterKey }))).code).toBe(0);
+    expect((await runTokenmint(["apikeys", "create", "--name", "seed"], cliEnv(dataDir, { TOKENMINT_MASTER_KEY: masterKey }))).code).toBe(0);
     const before = sha256(join(dataDir, "tokenmint.mdb"));
 
     const wrongKey = newMasterKey();

@@ -4,7 +4,9 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { base64url, decodeProtectedHeader, type JSONWebKeySet } from "jose";
-import { api, cleanup, runTokenmint, startServer, waitFor, type Server } from "./process.ts";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { api, cleanup, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, waitFor, type Server } from "./process.ts";
 
 afterEach(cleanup);
 
@@ -59,6 +61,40 @@ describe("a word more than a command takes", () => {
     const keys = await cliJson<{ items: ApiKeyJson[] }>(server, "apikeys", "list", "--json");
     expect(keys.items.filter((k) => k.status === "revoked")).toEqual([]);
     expect(await cliJson<{ items: { kid: string }[] }>(server, "keys", "list", "--json")).toEqual(keysBefore);
+  });
+});
+
+describe("a data directory that holds no data yet", () => {
+  test("only the create commands start it; every other command says so (exit 1) and creates nothing", async () => {
+    const parent = tempDataDir();
+    const missing = join(parent, "typo");
+    const env = processEnv({ TOKENMINT_DATA_DIR: missing, TOKENMINT_MASTER_KEY: newMasterKey(), TOKENMINT_SIGNING_ALG: "ES256" });
+    for (const args of [
+      ["apikeys", "list"],
+      ["apikeys", "revoke", "6f1c8f0e-0b5e-4c4e-9a51-1f0f7c1f2d3a"],
+      ["keys", "list", "--json"],
+      ["keys", "rotate"],
+      ["keys", "revoke", "some-kid"],
+      ["projects", "list"],
+    ]) {
+      const result = await runTokenmint(args, env);
+      expect({ args, code: result.code, stdout: result.stdout, stderr: result.stderrLines }).toEqual({
+        args,
+        code: 1,
+        stdout: "",
+        stderr: [`tokenmint: no data yet in ${missing}; start the server or create an API key or project first`],
+      });
+      expect(readdirSync(parent)).toEqual([]);
+    }
+    const unknown = await runTokenmint(["apikeys", "show"], env);
+    expect(unknown.code).toBe(2);
+    expect(readdirSync(parent)).toEqual([]);
+    const created = await runTokenmint(["apikeys", "create", "--name", "first"], env);
+    expect(created.code).toBe(0);
+    expect(existsSync(join(missing, "tokenmint.mdb"))).toBe(true);
+    const listed = await runTokenmint(["apikeys", "list", "--json"], env);
+    expect(listed.code).toBe(0);
+    expect((JSON.parse(listed.stdout) as { items: ApiKeyJson[] }).items.map((k) => k.name)).toEqual(["first"]);
   });
 });
 
