@@ -232,8 +232,14 @@ export const SETTINGS: readonly Setting[] = [
     env: "TOKENMINT_LOG_FILE",
     defaultText: "none (stdout)",
     description:
-      "`serve` writes its log lines to daily files instead of stdout: `/var/log/tokenmint/tokenmint.log` writes `tokenmint-YYYY-MM-DD.log` (the UTC date of each line; a new file at midnight UTC) in that directory, created 0750 if missing; files are created 0640. CLI commands keep writing warnings to stderr.",
-    parse: (raw) => (raw === undefined || raw.trim() === "" ? undefined : raw.trim()),
+      "`serve` writes its log lines to daily files instead of stdout: `/var/log/tokenmint/tokenmint.log` writes `tokenmint-YYYY-MM-DD.log` (the UTC date of each line; a new file at midnight UTC) in that directory, created 0750 if missing; files are created 0640. A path ending in `/` or naming a directory is refused. CLI commands keep writing warnings to stderr.",
+    parse: (raw) => {
+      if (raw === undefined || raw.trim() === "") return undefined;
+      const path = raw.trim();
+      // `/var/log/tokenmint/` would otherwise write `/var/log/tokenmint-<date>`, outside the directory.
+      if (/(?:^|\/)\.{0,2}$/.test(path)) return problem(`TOKENMINT_LOG_FILE must name a file, like /var/log/tokenmint/tokenmint.log, not a directory (${path})`);
+      return path;
+    },
   },
   {
     key: "logRetentionDays",

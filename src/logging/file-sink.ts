@@ -8,7 +8,7 @@
  * logging never waits for the disk per line. `flush` writes the buffer synchronously; the sink
  * also flushes on the process's `exit` event, and `serve` flushes at shutdown.
  */
-import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync, statSync, writeSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 
 /** Where lines go: the logger calls `write` with each line and its time (epoch ms). */
@@ -97,6 +97,9 @@ const reportToStderr = (message: string, lines: string) => process.stderr.write(
 export function openDailyFileSink(logFile: string, options: DailyFileSinkOptions): LogSink {
   const path = dailyLogPath(logFile);
   const onError = options.onError ?? reportToStderr;
+  if (statSync(logFile, { throwIfNoEntry: false })?.isDirectory() === true) {
+    throw new Error(`${logFile} is a directory; name a file in it, like ${join(logFile, "tokenmint.log")}`);
+  }
   ensureLogDirectory(path.dir);
   let name = dailyLogFileName(path, options.now);
   let fd: number | undefined = openForAppend(join(path.dir, name));

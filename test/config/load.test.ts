@@ -83,6 +83,18 @@ describe("loadConfig", () => {
     expect(problemsOf({ TOKENMINT_KEY_ROTATION_PERIOD: "59" })).toHaveLength(1);
   });
 
+  test("TOKENMINT_LOG_FILE names a file: a path ending in a directory is refused", () => {
+    expect(loadConfig({ TOKENMINT_LOG_FILE: " /var/log/tokenmint/tokenmint.log " }).logFile).toBe("/var/log/tokenmint/tokenmint.log");
+    expect(loadConfig({ TOKENMINT_LOG_FILE: "logs/.tokenmint" }).logFile).toBe("logs/.tokenmint");
+    expect(loadConfig({ TOKENMINT_LOG_FILE: "" }).logFile).toBeUndefined();
+    for (const path of ["/var/log/tokenmint/", "/var/log/tokenmint/.", "logs/..", ".", ".."]) {
+      expect({ path, problems: problemsOf({ TOKENMINT_LOG_FILE: path }) }).toEqual({
+        path,
+        problems: [`TOKENMINT_LOG_FILE must name a file, like /var/log/tokenmint/tokenmint.log, not a directory (${path})`],
+      });
+    }
+  });
+
   test("log retention is 1 to 30 days; the metrics port must not clash with the API port", () => {
     expect(loadConfig({ TOKENMINT_LOG_RETENTION_DAYS: "30" }).logRetentionDays).toBe(30);
     expect(problemsOf({ TOKENMINT_LOG_RETENTION_DAYS: "31" })[0]).toContain("TOKENMINT_LOG_RETENTION_DAYS");

@@ -183,6 +183,16 @@ describe("the serve logger", () => {
     expect(() => createServiceLogger({ logLevel: "info", logFile: join(dir, "not-a-directory", "sub", "svc.log") })).toThrow(/TOKENMINT_LOG_FILE/);
   });
 
+  test("a path that names an existing directory is a settings error, and nothing is written beside it", () => {
+    const dir = logDir();
+    mkdirSync(join(dir, "tokenmint"));
+    expect(() => createServiceLogger({ logLevel: "info", logFile: join(dir, "tokenmint") })).toThrow(
+      new ConfigError([`TOKENMINT_LOG_FILE: cannot write log files beside ${join(dir, "tokenmint")}: ${join(dir, "tokenmint")} is a directory; name a file in it, like ${join(dir, "tokenmint", "tokenmint.log")}`]),
+    );
+    expect(readdirSync(dir)).toEqual(["tokenmint"]);
+    expect(readdirSync(join(dir, "tokenmint"))).toEqual([]);
+  });
+
   test("without TOKENMINT_LOG_FILE it needs no flush", () => {
     expect(createServiceLogger({ logLevel: "info", logFile: undefined }).flush).toBeUndefined();
   });
