@@ -3,7 +3,8 @@
  *
  *   bun scripts/smoke.ts [dist/tokenmint]
  *
- * Copies the binary alone into an empty temp directory, starts it there with a clean
+ * Copies the binary alone into an empty temp directory, checks that a missing TMPDIR (where it
+ * unpacks LMDB's native addon) is one line on stderr and exit 1, starts it there with a clean
  * environment, creates an API key with its own CLI, creates a provider, a client and a token over
  * HTTP, verifies the token against the served JWKS with jose, sends SIGTERM while requests are in
  * flight, and expects every request answered and exit code 0 within 10 s. It runs with the default
@@ -31,6 +32,15 @@ async function freePort(): Promise<number> {
   const port = probe.port as number;
   await probe.stop(true);
   return port;
+}
+
+// The executable unpacks LMDB's native addon into TMPDIR: a missing one is one line and exit 1.
+{
+  const run = Bun.spawnSync([exe, "keys", "list"], { cwd: dir, env: { PATH: "/usr/bin:/bin", TMPDIR: join(dir, "missing") }, stdout: "pipe", stderr: "pipe" });
+  const lines = run.stderr.toString().split("\n").filter((line) => line !== "");
+  if (run.exitCode !== 1 || lines.length !== 1 || !lines[0]?.includes(`TMPDIR=${join(dir, "missing")}`)) {
+    fail(`a missing TMPDIR should give exit 1 and one line naming it, got ${run.exitCode}: ${lines.join(" / ")}`);
+  }
 }
 
 const port = await freePort();

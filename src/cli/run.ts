@@ -1,0 +1,101 @@
+/**
+ * @module cli/run
+ * What the process runs (imported by main.ts): parses the command line, loads settings, builds the
+ * context, runs the command, and turns every failure into one line on stderr and a non-zero exit code.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { apikeysCommand } from "./apikeys.ts";
+import { checkArity, parseArgs, UsageError, type ParsedArgs } from "./args.ts";
+import { backupCommand } from "./backup.ts";
+import { checkCommand } from "./check.ts";
+import { HELP } from "./help.ts";
+import { keysCommand } from "./keys.ts";
+import { projectsCommand } from "./projects.ts";
+import type { Output } from "./output.ts";
+import { restoreCommand } from "./restore.ts";
+import { serve, serveWorker } from "./serve.ts";
+import { servePrimary } from "./serve-primary.ts";
+import { workerNumber } from "./worker-ipc.ts";
+import { ConfigError, loadConfig } from "../config/load.ts";
+import { systemClock } from "../context.ts";
+import { AppError } from "../errors.ts";
+import { MasterKeyError } from "../keys/master-key.ts";
+import { createLogger, createServiceLogger, withFields } from "../logging/logger.ts";
+import { StartupError } from "../startup.ts";
+import { openContext } from "../startup.ts";
+import { LMDB_FILE } from "../store/lmdb/lmdb-store.ts";
+import { StoreError } from "../store/store.ts";
+import { COMMIT, VERSION } from "../version.ts";
+
+const io: Output = {
+  out: (text) => process.stdout.write(`${text}\n`),
+  err: (text) => process.stderr.write(`${text}\n`),
+};
+
+/** Commands on the data files themselves: they never open the context (it would create data or rotate keys). */
+const FILE_COMMANDS: Readonly<Record<string, typeof checkCommand>> = { backup: backupCommand, restore: restoreCommand, check: checkCommand };
+const COMMANDS = new Set(["serve", "apikeys", "keys", "projects", ...Object.keys(FILE_COMMANDS)]);
+
+async function run(args: ParsedArgs): Promise<number> {
+  const command = args.words[0];
+  if (args.switches.has("--version")) {
+    io.out(`tokenmint ${VERSION} (${COMMIT})`);
+    return 0;
+  }
+  if (command === undefined || args.switches.has("--help") || command === "help") {
+    io.out(HELP[command !== undefined && COMMANDS.has(command) ? command : "main"] as string);
+    return command === undefined && !args.switches.has("--help") ? 2 : 0;
+  }
+  if (!COMMANDS.has(command)) throw new UsageError(`unknown command '${command}'; see 'tokenmint --help'`);
+  checkArity(args);
+  const config = loadConfig(process.env, args.values);
+  const fileCommand = FILE_COMMANDS[command];
+  if (fileCommand !== undefined) {
+    await fileCommand(config, args, io, systemClock);
+    return 0;
+  }
+  const worker = command === "serve" ? workerNumber(process.env) : undefined;
+  const baseLogger =
+    command === "serve"
+      ? createServiceLogger(config)
+      : createLogger(config.logLevel === "debug" ? "debug" : "warn", (line) => process.stderr.write(line));
+  // A worker's lines name it; the primary's and a single process's do not.
+  const logger = worker === undefined ? baseLogger : withFields(baseLogger, { worker });
+  if (command === "serve" && worker === undefined && config.workers > 1) return await servePrimary(config, logger, systemClock);
+  // Only serve and the create commands start a new data directory: a list, revoke or rotate on a
+  // mistyped --data-dir must not leave a fresh instance behind.
+  if (command !== "serve" && args.words[1] !== "create" && !existsSync(join(config.dataDir, LMDB_FILE))) {
+    throw new AppError("not_found", `no data yet in ${config.dataDir}; start the server or create an API key or project first`);
+  }
+  // A worker's primary has said which signers this machine uses; a CLI command says it at debug level.
+  const announceSigners = command === "serve" ? worker === undefined : config.logLevel === "debug";
+  const ctx = await openContext(config, logger, systemClock, { cache: command === "serve", announceSigners, maintainKeys: command === "serve" });
+  try {
+    if (command === "serve") return worker === undefined ? await serve(ctx) : await serveWorker(ctx);
+    if (command === "apikeys") await apikeysCommand(ctx, args, io);
+    else if (command === "projects") await projectsCommand(ctx, args, io);
+    else await keysCommand(ctx, args, io);
+    return 0;
+  } finally {
+    await ctx.store.close();
+  }
+}
+
+/** One line for the operator; never a stack trace. */
+function reason(error: unknown): { text: string; code: number } {
+  if (error instanceof UsageError) return { text: `usage error: ${error.message}`, code: 2 };
+  if (error instanceof ConfigError) return { text: `invalid settings: ${error.problems.join("; ")}`, code: 1 };
+  if (error instanceof MasterKeyError || error instanceof StartupError) return { text: error.message, code: 1 };
+  if (error instanceof AppError || error instanceof StoreError) return { text: error.message, code: 1 };
+  return { text: `unexpected failure: ${(error as Error)?.message ?? String(error)}`, code: 1 };
+}
+
+try {
+  process.exitCode = await run(parseArgs(process.argv.slice(2)));
+} catch (error) {
+  const { text, code } = reason(error);
+  io.err(`tokenmint: ${text}`);
+  process.exitCode = code;
+}
+process.exit();
