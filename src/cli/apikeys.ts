@@ -19,6 +19,18 @@ const json = (key: ApiKeyRecord, now: number) => ({
   revokedAt: key.revokedAt === undefined ? null : iso(key.revokedAt),
 });
 
+/**
+ * The key `apikeys create` asks for. Every problem with it is a usage error (exit 2), found before
+ * the data directory is opened: a refused create changes and creates nothing.
+ */
+export function apiKeyCreateInput(args: ParsedArgs): { name: string; expiresIn: number | undefined } {
+  const name = args.values["--name"]?.trim();
+  if (!name || name.length > 200 || /[\x00-\x1f\x7f]/.test(name)) throw new UsageError("--name must be 1 to 200 characters without control characters");
+  const rawExpiry = args.values["--expires-in"];
+  if (rawExpiry !== undefined && !/^[1-9]\d{0,9}$/.test(rawExpiry)) throw new UsageError("--expires-in must be a positive number of seconds");
+  return { name, expiresIn: rawExpiry === undefined ? undefined : Number(rawExpiry) };
+}
+
 export async function apikeysCommand(ctx: AppContext, args: ParsedArgs, io: Output): Promise<void> {
   const [, action, target] = args.words;
   const asJson = args.switches.has("--json");
@@ -26,11 +38,8 @@ export async function apikeysCommand(ctx: AppContext, args: ParsedArgs, io: Outp
   const projectId = await targetProject(ctx, args);
   switch (action) {
     case "create": {
-      const name = args.values["--name"]?.trim();
-      if (!name || name.length > 200 || /[\x00-\x1f\x7f]/.test(name)) throw new UsageError("--name must be 1 to 200 characters without control characters");
-      const rawExpiry = args.values["--expires-in"];
-      if (rawExpiry !== undefined && !/^[1-9]\d{0,9}$/.test(rawExpiry)) throw new UsageError("--expires-in must be a positive number of seconds");
-      const { record, secret } = await createApiKey(ctx.store, projectId, name, now, rawExpiry === undefined ? undefined : Number(rawExpiry));
+      const { name, expiresIn } = apiKeyCreateInput(args);
+      const { record, secret } = await createApiKey(ctx.store, projectId, name, now, expiresIn);
       if (asJson) io.out(JSON.stringify({ ...json(record, now), key: secret }));
       else {
         io.err(`Created API key ${record.id} (${name}). It is shown only once:`);

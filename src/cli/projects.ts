@@ -2,9 +2,10 @@
  * @module cli/projects — `tokenmint projects create|list`, and the `--project` option that points
  * `apikeys` and `keys` at a project other than the default one.
  */
-import { createProject, type ProjectChange } from "../core/projects.ts";
+import { createProject, newProjectRecord, type InstanceSettings, type NewProject } from "../core/projects.ts";
 import { SIGNING_ALGS, type SigningAlg } from "../config/schema.ts";
 import type { AppContext } from "../context.ts";
+import { AppError } from "../errors.ts";
 import { projectView } from "../http/views.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
 import { table, type Output } from "./output.ts";
@@ -25,24 +26,49 @@ function wholeSeconds(flag: string, raw: string | undefined): number | undefined
   return Number(raw);
 }
 
+/**
+ * The project `projects create` asks for. Every problem with it is a usage error (exit 2), found
+ * before the data directory is opened: a refused create changes and creates nothing.
+ */
+export function projectCreateInput(args: ParsedArgs, instance: InstanceSettings, now: number): NewProject {
+  const slug = args.values["--slug"];
+  const name = args.values["--name"] ?? slug;
+  if (slug === undefined || name === undefined) throw new UsageError("usage: tokenmint projects create --slug SLUG [--name NAME] [...]; see 'tokenmint projects --help'");
+  const alg = args.values["--signing-alg"];
+  if (alg !== undefined && !SIGNING_ALGS.includes(alg as SigningAlg)) throw new UsageError(`--signing-alg must be one of ${SIGNING_ALGS.join(", ")}`);
+  const input: NewProject = {
+    slug,
+    name,
+    signingAlg: alg as SigningAlg | undefined,
+    keyRotationPeriod: wholeSeconds("--key-rotation-period", args.values["--key-rotation-period"]),
+    defaultTokenLifetime: wholeSeconds("--default-token-lifetime", args.values["--default-token-lifetime"]),
+    customDomain: args.values["--custom-domain"],
+  };
+  try {
+    newProjectRecord(input, instance, now);
+  } catch (error) {
+    // The core names fields as the API does (keyRotationPeriod); the CLI names its flags.
+    if (error instanceof AppError) throw new UsageError(flagNames(error.message.replace(/\.$/, "")));
+    throw error;
+  }
+  return input;
+}
+
+const FLAG_OF: Readonly<Record<string, string>> = {
+  slug: "--slug",
+  name: "--name",
+  keyRotationPeriod: "--key-rotation-period",
+  defaultTokenLifetime: "--default-token-lifetime",
+  customDomain: "--custom-domain",
+};
+const flagNames = (message: string) => message.replace(/^(slug|name|keyRotationPeriod|defaultTokenLifetime|customDomain)\b/, (field) => FLAG_OF[field] ?? field);
+
 export async function projectsCommand(ctx: AppContext, args: ParsedArgs, io: Output): Promise<void> {
   const [, action] = args.words;
   const asJson = args.switches.has("--json");
   switch (action) {
     case "create": {
-      const slug = args.values["--slug"];
-      const name = args.values["--name"] ?? slug;
-      if (slug === undefined || name === undefined) throw new UsageError("usage: tokenmint projects create --slug SLUG [--name NAME] [...]; see 'tokenmint projects --help'");
-      const alg = args.values["--signing-alg"];
-      if (alg !== undefined && !SIGNING_ALGS.includes(alg as SigningAlg)) throw new UsageError(`--signing-alg must be one of ${SIGNING_ALGS.join(", ")}`);
-      const change: ProjectChange = {
-        name,
-        signingAlg: alg as SigningAlg | undefined,
-        keyRotationPeriod: wholeSeconds("--key-rotation-period", args.values["--key-rotation-period"]),
-        defaultTokenLifetime: wholeSeconds("--default-token-lifetime", args.values["--default-token-lifetime"]),
-        customDomain: args.values["--custom-domain"],
-      };
-      const record = await createProject(ctx.store, { ...change, name, slug }, ctx.config, ctx.clock.now());
+      const record = await createProject(ctx.store, projectCreateInput(args, ctx.config, ctx.clock.now()), ctx.config, ctx.clock.now());
       await ctx.projects.refresh();
       await ctx.keys.load(record.id);
       const view = projectView(ctx.projects.get(record.id));

@@ -5,13 +5,13 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { apikeysCommand } from "./apikeys.ts";
+import { apiKeyCreateInput, apikeysCommand } from "./apikeys.ts";
 import { checkArity, parseArgs, UsageError, type ParsedArgs } from "./args.ts";
 import { backupCommand } from "./backup.ts";
 import { checkCommand } from "./check.ts";
 import { HELP } from "./help.ts";
 import { keysCommand } from "./keys.ts";
-import { projectsCommand } from "./projects.ts";
+import { projectCreateInput, projectsCommand } from "./projects.ts";
 import type { Output } from "./output.ts";
 import { restoreCommand } from "./restore.ts";
 import { serve, serveWorker } from "./serve.ts";
@@ -63,6 +63,9 @@ async function run(args: ParsedArgs): Promise<number> {
   // A worker's lines name it; the primary's and a single process's do not.
   const logger = worker === undefined ? baseLogger : withFields(baseLogger, { worker });
   if (command === "serve" && worker === undefined && config.workers > 1) return await servePrimary(config, logger, systemClock);
+  // What can be checked without the data is checked before the data directory is opened.
+  if (command === "apikeys" && args.words[1] === "create") apiKeyCreateInput(args);
+  if (command === "projects" && args.words[1] === "create") projectCreateInput(args, config, systemClock.now());
   // Only serve and the create commands start a new data directory: a list, revoke or rotate on a
   // mistyped --data-dir must not leave a fresh instance behind.
   if (command !== "serve" && args.words[1] !== "create" && !existsSync(join(config.dataDir, LMDB_FILE))) {

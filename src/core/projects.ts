@@ -159,15 +159,18 @@ const storeClash = (error: unknown): never => {
 };
 
 /** Creates a project; `conflict` when the slug or custom domain is taken. */
-export async function createProject(
-  store: Store,
-  input: { slug: string } & ProjectChange & { name: string },
-  instance: InstanceSettings,
-  now: number,
-): Promise<ProjectRecord> {
+/** What `createProject` takes: a slug and a name, and optionally the other settings. */
+export type NewProject = { slug: string; name: string } & ProjectChange;
+
+/** The record of a new project, checked field by field without the store (`invalid_request` naming the field). */
+export function newProjectRecord(input: NewProject, instance: InstanceSettings, now: number): ProjectRecord {
   const problem = slugProblem(input.slug);
   if (problem !== undefined) throw new AppError("invalid_request", `${problem}.`);
-  const record = applyChange({ id: uuidv7(now), name: "", slug: input.slug, createdAt: now, updatedAt: now }, input, instance);
+  return applyChange({ id: uuidv7(now), name: "", slug: input.slug, createdAt: now, updatedAt: now }, input, instance);
+}
+
+export async function createProject(store: Store, input: NewProject, instance: InstanceSettings, now: number): Promise<ProjectRecord> {
+  const record = newProjectRecord(input, instance, now);
   await store.createProject(record).catch(storeClash);
   return record;
 }

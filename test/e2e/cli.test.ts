@@ -86,6 +86,26 @@ describe("a data directory that holds no data yet", () => {
       });
       expect(readdirSync(parent)).toEqual([]);
     }
+    // A create with a bad value is a usage error (exit 2) naming the flag, found before the data
+    // directory is opened: it creates nothing either.
+    for (const [args, flag] of [
+      [["apikeys", "create"], "--name"],
+      [["apikeys", "create", "--name", "x", "--expires-in", "0"], "--expires-in"],
+      [["projects", "create", "--slug", "Acme"], "--slug"],
+      [["projects", "create", "--slug", "default"], "--slug"],
+      [["projects", "create", "--slug", "acme", "--name", " "], "--name"],
+      [["projects", "create", "--slug", "acme", "--signing-alg", "HS256"], "--signing-alg"],
+      [["projects", "create", "--slug", "acme", "--key-rotation-period", "30"], "--key-rotation-period"],
+      [["projects", "create", "--slug", "acme", "--key-rotation-period", "1h"], "--key-rotation-period"],
+      [["projects", "create", "--slug", "acme", "--default-token-lifetime", "0"], "--default-token-lifetime"],
+      [["projects", "create", "--slug", "acme", "--custom-domain", "https://auth.acme.test"], "--custom-domain"],
+      [["projects", "create", "--slug", "acme", "--custom-domain", "acme.localhost"], "--custom-domain"],
+    ] as const) {
+      const result = await runTokenmint([...args], env);
+      expect({ args, code: result.code, lines: result.stderrLines.length }).toEqual({ args, code: 2, lines: 1 });
+      expect(result.stderrLines[0]).toStartWith(`tokenmint: usage error: ${flag} `);
+      expect(readdirSync(parent)).toEqual([]);
+    }
     const unknown = await runTokenmint(["apikeys", "show"], env);
     expect(unknown.code).toBe(2);
     expect(readdirSync(parent)).toEqual([]);
