@@ -158,7 +158,6 @@ const storeClash = (error: unknown): never => {
   throw error;
 };
 
-/** Creates a project; `conflict` when the slug or custom domain is taken. */
 /** What `createProject` takes: a slug and a name, and optionally the other settings. */
 export type NewProject = { slug: string; name: string } & ProjectChange;
 
@@ -169,6 +168,7 @@ export function newProjectRecord(input: NewProject, instance: InstanceSettings, 
   return applyChange({ id: uuidv7(now), name: "", slug: input.slug, createdAt: now, updatedAt: now }, input, instance);
 }
 
+/** Creates a project; `conflict` when the slug or custom domain is taken. */
 export async function createProject(store: Store, input: NewProject, instance: InstanceSettings, now: number): Promise<ProjectRecord> {
   const record = newProjectRecord(input, instance, now);
   await store.createProject(record).catch(storeClash);
