@@ -3,7 +3,6 @@
  * What the process runs (imported by main.ts): parses the command line, loads settings, builds the
  * context, runs the command, and turns every failure into one line on stderr and a non-zero exit code.
  */
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { apiKeyCreateInput, apikeysCommand } from "./apikeys.ts";
 import { checkArity, parseArgs, UsageError, type ParsedArgs } from "./args.ts";
@@ -24,7 +23,7 @@ import { MasterKeyError } from "../keys/master-key.ts";
 import { createLogger, createServiceLogger, withFields } from "../logging/logger.ts";
 import { StartupError } from "../startup.ts";
 import { openContext } from "../startup.ts";
-import { LMDB_FILE } from "../store/lmdb/lmdb-store.ts";
+import { dataFileExists, LMDB_FILE } from "../store/lmdb/lmdb-store.ts";
 import { StoreError } from "../store/store.ts";
 import { COMMIT, VERSION } from "../version.ts";
 
@@ -68,7 +67,7 @@ async function run(args: ParsedArgs): Promise<number> {
   if (command === "projects" && args.words[1] === "create") projectCreateInput(args, config, systemClock.now());
   // Only serve and the create commands start a new data directory: a list, revoke or rotate on a
   // mistyped --data-dir must not leave a fresh instance behind.
-  if (command !== "serve" && args.words[1] !== "create" && !existsSync(join(config.dataDir, LMDB_FILE))) {
+  if (command !== "serve" && args.words[1] !== "create" && !dataFileExists(join(config.dataDir, LMDB_FILE))) {
     throw new AppError("not_found", `no data yet in ${config.dataDir}; start the server or create an API key or project first`);
   }
   // A worker's primary has said which signers this machine uses; a CLI command says it at debug level.

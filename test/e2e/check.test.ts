@@ -3,7 +3,7 @@
  * the default project's keys, and writes nothing, whether a server runs beside it or not.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { JSONWebKeySet } from "jose";
 import { cleanup, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
@@ -90,5 +90,14 @@ describe("check", () => {
     const missing = join(tempDataDir(), "not-there");
     expect(refusal(await runTokenmint(["check", "--json"], cliEnv(missing, { TOKENMINT_MASTER_KEY: newMasterKey() })))).toBe(`tokenmint: no data yet in ${missing}`);
     expect(existsSync(missing)).toBe(false);
+  });
+
+  test("a data directory that cannot be read is named with the reason, never taken for 'no data yet'", async () => {
+    const file = join(tempDataDir(), "a-file");
+    writeFileSync(file, "not a directory");
+    const reason = `tokenmint: cannot read ${join(file, "tokenmint.mdb")}: a part of the path is not a directory`;
+    expect(refusal(await runTokenmint(["check"], cliEnv(file, { TOKENMINT_MASTER_KEY: newMasterKey() })))).toBe(reason);
+    expect(refusal(await runTokenmint(["keys", "list"], cliEnv(file, { TOKENMINT_MASTER_KEY: newMasterKey() })))).toBe(reason);
+    expect(readFileSync(file, "utf8")).toBe("not a directory");
   });
 });

@@ -67,6 +67,21 @@ function openAnnouncements(path: string): Float64Array | undefined {
 }
 
 /**
+ * Whether `path` exists. Only a missing file or directory is false: anything else that keeps it
+ * from being read (not a directory on the way, no permission) is `unavailable` with the reason,
+ * never taken for "no data yet".
+ */
+export function dataFileExists(path: string): boolean {
+  try {
+    return statSync(path, { throwIfNoEntry: false }) !== undefined;
+  } catch (error) {
+    const { code } = error as NodeJS.ErrnoException;
+    const why = code === "ENOTDIR" ? "a part of the path is not a directory" : code === "EACCES" ? "permission denied" : (error as Error).message;
+    throw new StoreError("unavailable", `cannot read ${path}: ${why}`);
+  }
+}
+
+/**
  * Opens (creating if needed) the LMDB store in `dataDir`. An existing data file is checked first
  * (lmdb-file.ts lmdbFileProblem): a damaged one is `unavailable`, never a crash of the process.
  */
@@ -97,7 +112,7 @@ export function openLmdbStore(dataDir: string): LmdbStore {
  * Throws `not_found` or `unavailable` when `path` is not an LMDB data file.
  */
 export function openLmdbFileReadOnly(path: string): LmdbStore {
-  if (!existsSync(path)) throw new StoreError("not_found", `${path} does not exist`);
+  if (!dataFileExists(path)) throw new StoreError("not_found", `${path} does not exist`);
   const problem = lmdbFileProblem(path);
   if (problem !== undefined) throw new StoreError("unavailable", `${path} ${problem}`);
   const db = open({ path, encoding: "json", compression: false, readOnly: true, noSubdir: true }) as RootDatabase<unknown, string>;
