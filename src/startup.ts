@@ -11,6 +11,7 @@ import { ProjectDirectory } from "./core/project-directory.ts";
 import { ensureDefaultProject } from "./core/projects.ts";
 import type { AppContext, Clock } from "./context.ts";
 import { KeyService } from "./keys/key-service.ts";
+import { jwksMaxAge, MAX_JWKS_MAX_AGE_S } from "./keys/lifecycle.ts";
 import { MasterKeyError, resolveMasterKey } from "./keys/master-key.ts";
 import { createMasterKeyCheck, importMasterKey, verifyMasterKeyCheck } from "./keys/sealing.ts";
 import { planFields, SignerFactory } from "./keys/signers/factory.ts";
@@ -114,6 +115,16 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
       },
       signers,
       maintainOnLoad: options.maintainKeys,
+      // A CLI command does not know the running server's instance settings. Where a project's
+      // rotation period comes from them, the server may serve its JWKS with any max-age up to
+      // the bound, so a manual rotation waits that long after the next key was published.
+      rotationWait:
+        options.maintainKeys === false
+          ? (id) => {
+              const project = projects.get(id);
+              return project.ownKeyRotationPeriod ? jwksMaxAge(project.keyRotationPeriod) : MAX_JWKS_MAX_AGE_S;
+            }
+          : undefined,
     });
     for (const id of projects.ids) await keys.load(id);
     if (config.bootstrapApiKey !== undefined && (await ensureBootstrapApiKey(store, projectId, config.bootstrapApiKey, clock.now()))) {

@@ -77,7 +77,8 @@ A running server serves a new project from its next request on. Takes --data-dir
   (each with --project SLUG|ID for a project other than the default one)
 
 Signing keys move next -> current -> retired -> removed. 'rotate' promotes the next key (it must
-have been published for the JWKS max-age first); 'revoke' removes a key from the JWKS at once.
+have been published for the JWKS max-age first: 300 s unless the project sets its own rotation
+period, as the command cannot know the server's); 'revoke' removes a key from the JWKS at once.
 No command ever prints private key material. Takes --data-dir like serve.`,
   backup: `Usage: tokenmint backup FILE [--data-dir DIR] [--json]
 

@@ -38,6 +38,8 @@ export interface ResolvedProject {
   isDefault: boolean;
   signingAlg: SigningAlg;
   keyRotationPeriod: number;
+  /** Whether the project sets `keyRotationPeriod` itself; if not, it is the instance's setting. */
+  ownKeyRotationPeriod: boolean;
   defaultTokenLifetime: number;
   customDomain: string | undefined;
   /** The project's own URL: the public URL for the default project, else `<scheme>://<slug>.<base domain>`. */
@@ -64,6 +66,7 @@ export function resolveProject(record: ProjectRecord, instance: InstanceSettings
     isDefault,
     signingAlg: record.signingAlg ?? instance.signingAlg,
     keyRotationPeriod: record.keyRotationPeriod ?? instance.keyRotationPeriod,
+    ownKeyRotationPeriod: record.keyRotationPeriod !== undefined,
     defaultTokenLifetime: record.defaultTokenLifetime ?? DEFAULT_TOKEN_LIFETIME_S,
     customDomain: record.customDomain,
     url,

@@ -69,6 +69,12 @@ export interface KeyServiceOptions {
    * settings say (a server with other settings would only change them back).
    */
   maintainOnLoad?: boolean;
+  /**
+   * The JWKS max-age (s) a manual rotation waits for after the next key was published; default
+   * the project's own (`jwksMaxAge`). A CLI command passes its own rule (startup.ts): it does not
+   * know the instance settings of the server that serves the JWKS.
+   */
+  rotationWait?: (projectId: string) => number;
 }
 
 /** How a project's keys are generated and rotated. */
@@ -241,7 +247,7 @@ export class KeyService {
     // Generated only once the rotation is allowed, and reused if the swap has to be retried.
     let pending: Promise<SigningKeyRecord> | undefined;
     await this.#swap(projectId, async (set) => {
-      const maxAge = this.jwksMaxAge(projectId);
+      const maxAge = this.#o.rotationWait?.(projectId) ?? this.jwksMaxAge(projectId);
       const readyAt = nextKeyReadyAt(set, maxAge);
       if (this.#o.now() < readyAt) {
         throw new AppError(
