@@ -1,6 +1,6 @@
 /**
  * @module cli/run
- * What the process runs (imported by main.ts): parses the command line, loads settings, builds the
+ * What the process runs (imported by main.ts after the load guard): parses the command line, loads settings, builds the
  * context, runs the command, and turns every failure into one line on stderr and a non-zero exit code.
  */
 import { join } from "node:path";
@@ -9,6 +9,7 @@ import { checkArity, parseArgs, UsageError, type ParsedArgs } from "./args.ts";
 import { backupCommand } from "./backup.ts";
 import { checkCommand } from "./check.ts";
 import { HELP } from "./help.ts";
+import { endLoadGuard } from "./load-guard.ts";
 import { keysCommand } from "./keys.ts";
 import { projectCreateInput, projectsCommand } from "./projects.ts";
 import type { Output } from "./output.ts";
@@ -26,6 +27,9 @@ import { openContext } from "../startup.ts";
 import { dataFileExists, LMDB_FILE } from "../store/lmdb/lmdb-store.ts";
 import { StoreError } from "../store/store.ts";
 import { COMMIT, VERSION } from "../version.ts";
+
+// Every module has loaded: from here on, failures are reported by run and reason below.
+endLoadGuard();
 
 const io: Output = {
   out: (text) => process.stdout.write(`${text}\n`),
