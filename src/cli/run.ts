@@ -1,7 +1,8 @@
 /**
  * @module cli/run
- * What the process runs (imported by main.ts after the load guard): parses the command line, loads settings, builds the
- * context, runs the command, and turns every failure into one line on stderr and a non-zero exit code.
+ * What the process runs (imported by main.ts after the load guard): parses the command line,
+ * loads settings, builds the context, runs the command, and turns every failure into one line on
+ * stderr and a non-zero exit code.
  */
 import { join } from "node:path";
 import { apiKeyCreateInput, apikeysCommand } from "./apikeys.ts";
