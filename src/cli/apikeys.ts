@@ -1,6 +1,7 @@
 /** @module cli/apikeys — `tokenmint apikeys create|list|revoke`. */
 import { createApiKey, revokeApiKey } from "../core/api-keys.ts";
 import { isUuid } from "../core/ids.ts";
+import { isPlainText } from "../core/text.ts";
 import type { AppContext } from "../context.ts";
 import type { ApiKeyRecord } from "../store/store.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
@@ -25,7 +26,7 @@ const json = (key: ApiKeyRecord, now: number) => ({
  */
 export function apiKeyCreateInput(args: ParsedArgs): { name: string; expiresIn: number | undefined } {
   const name = args.values["--name"]?.trim();
-  if (!name || name.length > 200 || /[\x00-\x1f\x7f]/.test(name)) throw new UsageError("--name must be 1 to 200 characters without control characters");
+  if (name === undefined || !isPlainText(name, 1, 200)) throw new UsageError("--name must be 1 to 200 characters without control characters");
   const rawExpiry = args.values["--expires-in"];
   if (rawExpiry !== undefined && !/^[1-9]\d{0,9}$/.test(rawExpiry)) throw new UsageError("--expires-in must be a positive number of seconds");
   return { name, expiresIn: rawExpiry === undefined ? undefined : Number(rawExpiry) };

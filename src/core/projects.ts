@@ -11,6 +11,7 @@ import { AppError } from "../errors.ts";
 import { MAX_TOKEN_LIFETIME_S } from "../keys/lifecycle.ts";
 import type { ProjectRecord, ProjectSettings, Store } from "../store/store.ts";
 import { uuidv7 } from "./ids.ts";
+import { isPlainText } from "./text.ts";
 import { DEFAULT_TOKEN_LIFETIME_S } from "./tokens.ts";
 
 /** The slug the default project answers to under the base domain. */
@@ -126,7 +127,7 @@ function applyChange(record: ProjectRecord, change: ProjectChange, instance: Ins
   const next: ProjectRecord = { ...record };
   if (change.name !== undefined) {
     const name = change.name.trim();
-    if (name.length < 1 || name.length > 200 || /[\x00-\x1f\x7f]/.test(name)) {
+    if (!isPlainText(name, 1, 200)) {
       throw new AppError("invalid_request", "name must be 1 to 200 characters without control characters.");
     }
     next.name = name;

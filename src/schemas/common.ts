@@ -5,6 +5,7 @@
  */
 import { Type, type TSchema } from "@sinclair/typebox";
 import { UUID_PATTERN } from "../core/ids.ts";
+import { plainTextPattern } from "../core/text.ts";
 
 /**
  * A string of `min` to `max` characters without control characters. Characters are Unicode code
@@ -13,7 +14,7 @@ import { UUID_PATTERN } from "../core/ids.ts";
  * a string with `minLength`, `maxLength` and `pattern` (http/openapi.ts).
  */
 export const Chars = (min: number, max: number, options: { description: string; errorMessage: string }) =>
-  Type.RegExp(new RegExp(`^[^\\u0000-\\u001f\\u007f]{${min},${max}}$`, "u"), { ...options, "x-characters": { min, max } });
+  Type.RegExp(plainTextPattern(min, max), { ...options, "x-characters": { min, max } });
 
 /** A required free-text field: trimmed before validation, then 1..max characters, no control characters. */
 export const Text = (max: number, description: string) =>

@@ -111,6 +111,9 @@ describe("client public keys", () => {
     expect(await refusal([{ ...pub.p256, kid: "" }])).toContain("kid must be a string of 1 to 200 characters");
     expect(await refusal([{ ...pub.p256, kid: 7 }])).toContain("kid must be a string");
     expect(await refusal([{ ...pub.p256, kid: "a\nb" }])).toContain("kid must be a string");
+    // Characters are code points, as for every text of the API.
+    expect((await publicClientJwks([{ ...pub.p256, kid: "🔑".repeat(200) }]))[0]?.kid).toBe("🔑".repeat(200));
+    expect(await refusal([{ ...pub.p256, kid: "🔑".repeat(201) }])).toContain("kid must be a string of 1 to 200 characters");
   });
 
   test("refuses duplicate kids, given or computed, and sets of 0 or more than 5 keys", async () => {

@@ -285,6 +285,13 @@ describe("projects", () => {
     await expectError(await t.request("GET", "/v1/project"), 401, "unauthorized");
   });
 
+  test("a project name is 1 to 200 characters counted as code points, as every text field of the API", async () => {
+    const name = "🔑".repeat(200);
+    expect(await json<ProjectBody>(await t.api("PATCH", "/v1/project", { name }))).toMatchObject({ name });
+    await expectError(await t.api("PATCH", "/v1/project", { name: `${name}🔑` }), 400, "invalid_request", "name");
+    expect(await json<ProjectBody>(await t.api("GET", "/v1/project"))).toMatchObject({ name });
+  });
+
   test("a custom domain is stored canonical: the scheme's default port dropped, the port without leading zeros", async () => {
     expect(await json<ProjectBody>(await asAcme("PATCH", "/v1/project", { customDomain: "Auth.Acme.test.:443" }))).toMatchObject({
       customDomain: "auth.acme.test",
