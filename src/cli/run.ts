@@ -15,7 +15,7 @@ import { keysCommand } from "./keys.ts";
 import { projectCreateInput, projectsCommand } from "./projects.ts";
 import type { Output } from "./output.ts";
 import { restoreCommand } from "./restore.ts";
-import { serve, serveWorker } from "./serve.ts";
+import { checkListeners, serve, serveWorker } from "./serve.ts";
 import { servePrimary } from "./serve-primary.ts";
 import { workerNumber } from "./worker-ipc.ts";
 import { ConfigError, loadConfig } from "../config/load.ts";
@@ -66,6 +66,8 @@ async function run(args: ParsedArgs): Promise<number> {
       : createLogger(config.logLevel === "debug" ? "debug" : "warn", (line) => process.stderr.write(line));
   // A worker's lines name it; the primary's and a single process's do not.
   const logger = worker === undefined ? baseLogger : withFields(baseLogger, { worker });
+  // A server that cannot listen stops before it opens, let alone initialises, the data directory.
+  if (command === "serve" && worker === undefined) await checkListeners(config);
   if (command === "serve" && worker === undefined && config.workers > 1) return await servePrimary(config, logger, systemClock);
   // What can be checked without the data is checked before the data directory is opened.
   if (command === "apikeys" && args.words[1] === "create") apiKeyCreateInput(args);

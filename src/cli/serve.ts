@@ -12,6 +12,7 @@
  * retention. A worker also stops when its primary goes away.
  */
 import { buildFetch } from "../app.ts";
+import type { Config } from "../config/schema.ts";
 import type { AppContext } from "../context.ts";
 import { startRevocationPruning } from "../core/oauth/revocation-pruning.ts";
 import { startLogRetention } from "../logging/retention.ts";
@@ -82,6 +83,17 @@ export function listen(which: "api" | "metrics", host: string, port: number, opt
       code === "EADDRINUSE" ? `${host}:${port} is already in use (${hint})` : `cannot listen on ${host}:${port}${which === "api" ? "" : " (metrics)"}: ${(error as Error).message}`,
     );
   }
+}
+
+/**
+ * Binds and closes the API listener and the metrics listener, so a bad host or a busy port stops
+ * start-up before the data directory is opened: a new one is not initialised for a server that
+ * cannot listen. The real binds still report what changes in between.
+ */
+export async function checkListeners(config: Pick<Config, "host" | "port" | "metricsHost" | "metricsPort">): Promise<void> {
+  const idle = { fetch: () => new Response(null, { status: 503 }), development: false } as const;
+  await listen("api", config.host, config.port, idle).stop(true);
+  if (config.metricsPort !== undefined) await listen("metrics", config.metricsHost, config.metricsPort, idle).stop(true);
 }
 
 /**

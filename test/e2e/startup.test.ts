@@ -3,7 +3,7 @@
  * help, version and usage errors; the generated master key.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { cleanup, freePort, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
 
@@ -81,6 +81,29 @@ describe("bad settings stop start-up with one line that names the problem", () =
       await blocker.stop(true);
     }
   });
+
+  test("a busy port or a bad host is found before anything is written to a new data directory", async () => {
+    const blocker = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") });
+    try {
+      const cases: [Record<string, string>, RegExp][] = [
+        [{ TOKENMINT_PORT: String(blocker.port), TOKENMINT_WORKERS: "1" }, new RegExp(`127\\.0\\.0\\.1:${blocker.port} is already in use`)],
+        [{ TOKENMINT_PORT: String(blocker.port), TOKENMINT_WORKERS: "2" }, new RegExp(`127\\.0\\.0\\.1:${blocker.port} is already in use`)],
+        [{ TOKENMINT_METRICS_PORT: String(blocker.port) }, new RegExp(`127\\.0\\.0\\.1:${blocker.port} is already in use \\(TOKENMINT_METRICS_PORT\\)`)],
+        [{ TOKENMINT_HOST: "256.1.1.1", TOKENMINT_WORKERS: "1" }, /cannot listen on 256\.1\.1\.1:\d+: /],
+        [{ TOKENMINT_METRICS_HOST: "no-such-host.invalid", TOKENMINT_METRICS_PORT: String(await freePort()) }, /cannot listen on no-such-host\.invalid:\d+ \(metrics\)/],
+      ];
+      for (const [settings, pattern] of cases) {
+        // Without a master key setting: start-up would generate master.key in the data directory.
+        const dataDir = tempDataDir();
+        const result = await serveWith({ ...settings, TOKENMINT_MASTER_KEY: undefined, TOKENMINT_MASTER_KEY_FILE: undefined }, dataDir);
+        expect({ settings, code: result.code }).toEqual({ settings, code: 1 });
+        expect(refusal(result)).toMatch(pattern);
+        expect({ settings, files: readdirSync(dataDir) }).toEqual({ settings, files: [] });
+      }
+    } finally {
+      await blocker.stop(true);
+    }
+  }, 30_000);
 
   test("a port held by another server's workers (SO_REUSEPORT) is in use too: never shared", async () => {
     // As another tokenmint's workers hold it.
