@@ -260,6 +260,10 @@ export class CachingStore implements Store {
     return this.#write(this.#inner.initMeta(name, value), () => {});
   }
 
+  setMeta<T>(name: string, value: T): Promise<void> {
+    return this.#write(this.#inner.setMeta(name, value), () => {});
+  }
+
   createProject(project: ProjectRecord): Promise<void> {
     return this.#write(this.#inner.createProject(project), () => {});
   }

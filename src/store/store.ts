@@ -183,6 +183,8 @@ export interface Store {
   getMeta<T>(name: string): Promise<T | undefined>;
   /** Writes a meta value only if it is not set yet; returns the value now stored. */
   initMeta<T>(name: string, value: T): Promise<T>;
+  /** Writes a meta value, replacing the one stored. */
+  setMeta<T>(name: string, value: T): Promise<void>;
 
   /** Throws already_exists when the id, the slug or the custom domain is taken (checked in one transaction). */
   createProject(project: ProjectRecord): Promise<void>;

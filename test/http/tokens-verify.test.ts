@@ -84,7 +84,7 @@ for (const alg of ["RS256", "ES256", "EdDSA"] as const satisfies readonly Signin
 }
 
 /** Names of the Store methods that write. */
-const WRITES = /^(create|update|delete|swap)|^initMeta$/;
+const WRITES = /^(create|update|delete|swap)|^(init|set)Meta$/;
 
 describe("issuing is stateless", () => {
   let t: TestApp;

@@ -172,7 +172,7 @@ describe("token endpoint: client credentials", () => {
 });
 
 /** Names of the Store methods that write. */
-const WRITES = /^(create|update|delete|swap)|^initMeta$/;
+const WRITES = /^(create|update|delete|swap)|^(init|set)Meta$/;
 
 describe("token endpoint: stateless and quiet", () => {
   test("20 token requests call no write method of the store", async () => {

@@ -36,6 +36,7 @@ export function runChangeContract(store: () => Store, A: string, other: () => Ot
     const key = apiKeyRecord(A, T0 + 3, "h-key");
     const writes: [string, () => Promise<unknown>][] = [
       ["initMeta", () => s.initMeta("changes", 1)],
+      ["setMeta", () => s.setMeta("changes", 2)],
       ["createProject", () => s.createProject({ id: A, name: "default", createdAt: T0 })],
       ["createProvider", () => s.createProvider(p)],
       ["updateProvider", () => s.updateProvider(A, p.id, (cur) => ({ ...cur, name: "renamed" }))],

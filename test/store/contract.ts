@@ -53,6 +53,15 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
       expect(await store.getMeta<{ v: number }>("format")).toEqual({ v: 1 });
     });
 
+    test("meta: setMeta writes or replaces a value and leaves the others alone", async () => {
+      await store.initMeta("format", 1);
+      await store.setMeta("settings", { a: 1 });
+      expect(await store.getMeta<{ a: number }>("settings")).toEqual({ a: 1 });
+      await store.setMeta("settings", { a: 2 });
+      expect(await store.getMeta<{ a: number }>("settings")).toEqual({ a: 2 });
+      expect(await store.getMeta<number>("format")).toBe(1);
+    });
+
     test("projects: create, get, list; a duplicate is already_exists", async () => {
       const p1 = { id: A, name: "default", createdAt: T0 };
       const p2 = { id: B, name: "second", createdAt: T0 + 1 };

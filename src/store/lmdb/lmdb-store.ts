@@ -239,6 +239,10 @@ export class LmdbStore implements Store {
     });
   }
 
+  async setMeta<T>(name: string, value: T): Promise<void> {
+    await this.#write(() => this.#db.putSync(key.meta(name), value));
+  }
+
   async createProject(project: ProjectRecord): Promise<void> {
     await this.#write(() => {
       if (this.#get(key.project(project.id)) !== undefined) throw new StoreError("already_exists", "project already exists");
