@@ -5,6 +5,7 @@
  */
 import type { Config } from "./config/schema.ts";
 import type { ProjectDirectory } from "./core/project-directory.ts";
+import type { InstanceSettings } from "./core/projects.ts";
 import type { KeyService } from "./keys/key-service.ts";
 import type { Logger } from "./logging/logger.ts";
 import type { ServiceMetrics } from "./metrics/service-metrics.ts";
@@ -19,6 +20,11 @@ export const systemClock: Clock = { now: () => Date.now() };
 
 export interface AppContext {
   config: Config;
+  /**
+   * What the instance contributes to every project: the server's own settings in `serve`; in a
+   * CLI command, those the last server to start on the data recorded (core/projects.ts).
+   */
+  instance: InstanceSettings;
   logger: Logger;
   store: Store;
   keys: KeyService;

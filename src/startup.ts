@@ -8,7 +8,7 @@
 import type { Config } from "./config/schema.ts";
 import { ensureBootstrapApiKey } from "./core/api-keys.ts";
 import { ProjectDirectory } from "./core/project-directory.ts";
-import { ensureDefaultProject } from "./core/projects.ts";
+import { ensureDefaultProject, recordServedSettings, servedSettings, type InstanceSettings } from "./core/projects.ts";
 import type { AppContext, Clock } from "./context.ts";
 import { KeyService } from "./keys/key-service.ts";
 import { jwksMaxAge, MAX_JWKS_MAX_AGE_S } from "./keys/lifecycle.ts";
@@ -92,19 +92,24 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
     await checkFormat(store, config.dataDir);
     const projectId = await ensureDefaultProject(store, clock.now());
     const masterKey = await unlockMasterKey(store, config, logger);
+    // A server resolves projects with its own instance settings; a CLI command with those of the
+    // server that last started on the data, and with its own only until one has.
+    const maintain = options.maintainKeys !== false;
+    const served = maintain ? undefined : await servedSettings(store);
+    const instance: InstanceSettings = served ?? config;
     const signers = new SignerFactory({ mode: config.signer, logger });
     if (options.announceSigners !== false) logger.info("signers", planFields(await signers.plan()));
     // A new project's hosts are served once its key ring is loaded: the directory learns of it
     // first (the key service reads its settings there), then the key service loads its keys.
-    const projects = new ProjectDirectory(store, config, projectId, (id) => keys.has(id));
+    const projects = new ProjectDirectory(store, instance, projectId, (id) => keys.has(id));
     await projects.refresh();
     const keys = new KeyService({
       store,
       masterKey,
       now: () => clock.now(),
       logger,
-      signingAlg: config.signingAlg,
-      rotationPeriod: config.keyRotationPeriod,
+      signingAlg: instance.signingAlg,
+      rotationPeriod: instance.keyRotationPeriod,
       policy: (id) => {
         const project = projects.get(id);
         return { signingAlg: project.signingAlg, rotationPeriod: project.keyRotationPeriod };
@@ -115,11 +120,12 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
       },
       signers,
       maintainOnLoad: options.maintainKeys,
-      // A CLI command does not know the running server's instance settings. Where a project's
-      // rotation period comes from them, the server may serve its JWKS with any max-age up to
-      // the bound, so a manual rotation waits that long after the next key was published.
+      // A CLI command on data no server has started on yet does not know the server's instance
+      // settings. Where a project's rotation period comes from them, the server may serve its
+      // JWKS with any max-age up to the bound, so a manual rotation waits that long after the
+      // next key was published.
       rotationWait:
-        options.maintainKeys === false
+        !maintain && served === undefined
           ? (id) => {
               const project = projects.get(id);
               return project.ownKeyRotationPeriod ? jwksMaxAge(project.keyRotationPeriod) : MAX_JWKS_MAX_AGE_S;
@@ -127,11 +133,12 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
           : undefined,
     });
     for (const id of projects.ids) await keys.load(id);
+    if (maintain) await recordServedSettings(store, config);
     if (config.bootstrapApiKey !== undefined && (await ensureBootstrapApiKey(store, projectId, config.bootstrapApiKey, clock.now()))) {
       logger.info("bootstrap API key registered");
     }
     const metrics = createServiceMetrics({ ...processSources(), keyStatus: () => keys.status(projectId), now: () => clock.now() });
-    return { config, logger, store, keys, projects, clock, metrics, projectId, draining: false };
+    return { config, instance, logger, store, keys, projects, clock, metrics, projectId, draining: false };
   } catch (error) {
     await store.close();
     throw error;

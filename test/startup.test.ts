@@ -57,26 +57,93 @@ describe("openContext", () => {
   });
 });
 
-describe("a CLI command's manual rotation", () => {
-  test("waits the longest JWKS max-age a server serves when the period comes from the instance, and the project's own max-age otherwise", async () => {
+describe("a CLI command resolves projects as the server does", () => {
+  const settingsIn = (dir: string, masterKey: string) => (overrides: Record<string, string>) =>
+    loadConfig({ TOKENMINT_DATA_DIR: dir, TOKENMINT_MASTER_KEY: masterKey, TOKENMINT_SIGNING_ALG: "ES256", ...overrides });
+
+  test("with the instance settings of the last server to start on the data, not its own", async () => {
     const dir = tempDir();
     try {
-      const masterKey = generateMasterKeyText();
       const clock = new FakeClock();
-      const settings = (period: string) =>
-        loadConfig({ TOKENMINT_DATA_DIR: dir.path, TOKENMINT_MASTER_KEY: masterKey, TOKENMINT_SIGNING_ALG: "ES256", TOKENMINT_KEY_ROTATION_PERIOD: period });
-      // The server rotates daily: its JWKS max-age is 300 s. Project acme sets 120 s itself (max-age 60 s).
-      const server = await openContext(settings("86400"), silentLogger, clock);
-      expect(server.keys.jwksMaxAge(server.projectId)).toBe(MAX_JWKS_MAX_AGE_S);
-      const acme = await createProject(server.store, { slug: "acme", name: "Acme", keyRotationPeriod: 120 }, server.config, clock.now());
-      await server.projects.refresh();
-      await server.keys.load(acme.id);
+      const settings = settingsIn(dir.path, generateMasterKeyText());
+      const serverSettings = { TOKENMINT_PUBLIC_URL: "https://auth.example.com", TOKENMINT_KEY_ROTATION_PERIOD: "86400" };
+      // The server rotates daily (JWKS max-age 300 s) and signs ES256.
+      const server = await openContext(settings(serverSettings), silentLogger, clock);
+      const rotatedAt = clock.now();
       await server.store.close();
 
-      // Two minutes later, a CLI whose own settings rotate every minute (max-age 30 s) cannot know
-      // the server's period: verifiers may cache the JWKS for 300 s, so the next key is not ready.
+      // Two minutes later, a CLI run with other settings: RS256, a rotation every minute (max-age 30 s), another URL.
       clock.advance(120);
-      const cli = await openContext(settings("60"), silentLogger, clock, { maintainKeys: false });
+      const cli = await openContext(
+        settings({ TOKENMINT_PUBLIC_URL: "https://cli.example.net", TOKENMINT_SIGNING_ALG: "RS256", TOKENMINT_KEY_ROTATION_PERIOD: "60" }),
+        silentLogger,
+        clock,
+        { maintainKeys: false },
+      );
+      try {
+        expect(cli.instance).toMatchObject({ publicUrl: "https://auth.example.com", signingAlg: "ES256", keyRotationPeriod: 86400 });
+        expect(cli.projects.get(cli.projectId)).toMatchObject({ issuer: "https://auth.example.com", signingAlg: "ES256", keyRotationPeriod: 86400 });
+        // The next rotation the server will make, a day after the last.
+        const before = await cli.keys.list(cli.projectId);
+        expect(before.find((k) => k.state === "next")?.activatesAt).toBe(rotatedAt + 86_400_000);
+
+        // Verifiers may cache the server's JWKS for 300 s: the next key is not ready yet.
+        const refused = await cli.keys.rotate(cli.projectId).then(() => undefined, (error: unknown) => error);
+        expect(refused).toBeInstanceOf(AppError);
+        expect((refused as AppError).message).toContain(`JWKS max-age (${MAX_JWKS_MAX_AGE_S} s)`);
+        expect(await cli.keys.list(cli.projectId)).toEqual(before);
+
+        // Once it is, the rotation goes ahead, and the key it publishes is of the server's algorithm.
+        clock.advance(MAX_JWKS_MAX_AGE_S - 120);
+        const rotated = await cli.keys.rotate(cli.projectId);
+        expect(rotated.find((k) => k.state === "current")?.kid).toBe(before.find((k) => k.state === "next")?.kid as string);
+        expect(rotated.find((k) => k.state === "next")?.alg).toBe("ES256");
+      } finally {
+        await cli.store.close();
+      }
+    } finally {
+      dir.remove();
+    }
+  });
+
+  test("a server records its settings again only when they changed", async () => {
+    const dir = tempDir();
+    try {
+      const clock = new FakeClock();
+      const settings = settingsIn(dir.path, generateMasterKeyText());
+      const open = async (overrides: Record<string, string>, options = {}) => {
+        const ctx = await openContext(settings(overrides), silentLogger, clock, options);
+        const seen = { instance: ctx.instance, seq: await ctx.store.changeSeq() };
+        await ctx.store.close();
+        return seen;
+      };
+      const first = await open({ TOKENMINT_KEY_ROTATION_PERIOD: "3600" });
+      // The same settings again: nothing is written.
+      expect((await open({ TOKENMINT_KEY_ROTATION_PERIOD: "3600" })).seq).toBe(first.seq);
+      // Other settings: a CLI command sees them from then on.
+      await open({ TOKENMINT_KEY_ROTATION_PERIOD: "7200", TOKENMINT_SIGNING_ALG: "EdDSA" });
+      expect((await open({}, { maintainKeys: false })).instance).toMatchObject({ keyRotationPeriod: 7200, signingAlg: "EdDSA" });
+    } finally {
+      dir.remove();
+    }
+  });
+
+  test("on data no server has started on yet, a manual rotation waits the longest JWKS max-age where the period comes from the instance", async () => {
+    const dir = tempDir();
+    try {
+      const clock = new FakeClock();
+      const settings = settingsIn(dir.path, generateMasterKeyText());
+      // A CLI command creates the data; project acme sets 120 s itself (max-age 60 s).
+      const first = await openContext(settings({ TOKENMINT_KEY_ROTATION_PERIOD: "60" }), silentLogger, clock, { maintainKeys: false });
+      const acme = await createProject(first.store, { slug: "acme", name: "Acme", keyRotationPeriod: 120 }, first.instance, clock.now());
+      await first.projects.refresh();
+      await first.keys.load(acme.id);
+      await first.store.close();
+
+      // Two minutes later, its own settings rotate every minute (max-age 30 s), but the server
+      // that will serve the data may use any period: verifiers may cache its JWKS for 300 s.
+      clock.advance(120);
+      const cli = await openContext(settings({ TOKENMINT_KEY_ROTATION_PERIOD: "60" }), silentLogger, clock, { maintainKeys: false });
       try {
         const before = await cli.keys.list(cli.projectId);
         const refused = await cli.keys.rotate(cli.projectId).then(() => undefined, (error: unknown) => error);

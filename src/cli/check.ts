@@ -2,13 +2,15 @@
  * @module cli/check
  * `tokenmint check`: validates the settings, opens the data read-only, verifies its format and
  * that the configured master key opens every sealed signing key, and reports the default
- * project's keys. It writes nothing: no master key is generated, no data file is created.
- * `inspectData` and `openExistingData` are shared with `backup` and `restore`.
+ * project's keys, with the rotation period and issuer of the last server to start on the data.
+ * It writes nothing: no master key is generated, no data file is created. `inspectData` and
+ * `openExistingData` are shared with `backup` and `restore`.
  */
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import type { Clock } from "../context.ts";
+import { resolveProject, servedSettings, type ResolvedProject } from "../core/projects.ts";
 import { AppError } from "../errors.ts";
 import { keyView } from "../http/views.ts";
 import { keyViews } from "../keys/key-service.ts";
@@ -27,6 +29,11 @@ export interface DataReport {
   format: number;
   /** The default project; undefined while the data holds no project yet. */
   projectId?: string;
+  /**
+   * Its settings, resolved as the last server to start on the data did (with these settings
+   * until one has); undefined while the data holds no project yet.
+   */
+  project?: ResolvedProject;
   /** Its key set; undefined while it has no keys yet. */
   keySet?: KeySetRecord;
   /** Where the master key came from (never the key), and how many sealed keys it opened. */
@@ -56,9 +63,11 @@ export async function inspectData(store: Store, config: Config, where: string): 
   if (format === undefined) throw new AppError("invalid_request", `${where} holds no tokenmint data`);
   if (format !== DATA_FORMAT) throw new StartupError(`the data in ${where} has format ${format}; this build reads format ${DATA_FORMAT}`);
   const projectId = await store.getMeta<string>("defaultProjectId");
+  const record = projectId === undefined ? undefined : await store.getProject(projectId);
+  const project = record === undefined ? undefined : resolveProject(record, (await servedSettings(store)) ?? config, record.id);
   const keySet = projectId === undefined ? undefined : await store.getKeySet(projectId);
   const check = await store.getMeta<string>("masterKeyCheck");
-  if (check === undefined) return { format, projectId, keySet };
+  if (check === undefined) return { format, projectId, project, keySet };
 
   const source = resolveMasterKey(config, true);
   const masterKey = await importMasterKey(source.raw);
@@ -74,7 +83,7 @@ export async function inspectData(store: Store, config: Config, where: string): 
       opened++;
     }
   }
-  return { format, projectId, keySet, masterKey: { origin: source.origin, opened } };
+  return { format, projectId, project, keySet, masterKey: { origin: source.origin, opened } };
 }
 
 export async function checkCommand(config: Config, args: ParsedArgs, io: Output, clock: Clock): Promise<void> {
@@ -87,13 +96,13 @@ export async function checkCommand(config: Config, args: ParsedArgs, io: Output,
   } finally {
     await store.close();
   }
-  const { keySet, masterKey } = report;
-  if (keySet === undefined || masterKey === undefined) throw new AppError("not_found", `the data in ${dataDir} has no signing keys yet; start the server once`);
+  const { project, keySet, masterKey } = report;
+  if (project === undefined || keySet === undefined || masterKey === undefined) throw new AppError("not_found", `the data in ${dataDir} has no signing keys yet; start the server once`);
 
   const dataFile = join(dataDir, LMDB_FILE);
   const bytes = statSync(dataFile).size;
   const server = liveServer(dataDir);
-  const period = config.keyRotationPeriod;
+  const { keyRotationPeriod: period, ownKeyRotationPeriod, issuer } = project;
   const nextRotation = scheduledRotationAt(keySet, period, jwksMaxAge(period));
   const { current, next, retired } = keysByState(keySet);
 
@@ -108,7 +117,7 @@ export async function checkCommand(config: Config, args: ParsedArgs, io: Output,
         masterKey: { source: masterKey.origin, signingKeys: masterKey.opened },
         server: server === undefined ? null : { pid: server },
         projectId: report.projectId,
-        issuer: config.publicUrl,
+        issuer,
         currentKid: current.kid,
         nextRotation: nextRotation === undefined ? null : iso(nextRotation),
         keys: keyViews(keySet, nextRotation).map(keyView),
@@ -122,11 +131,11 @@ export async function checkCommand(config: Config, args: ParsedArgs, io: Output,
     ["data", `${dataFile} (format ${report.format}, ${bytes} bytes)`],
     ["master key", `${masterKey.origin} opens all ${masterKey.opened} signing keys`],
     ["server", server === undefined ? "not running" : `running (pid ${server})`],
-    ["issuer", config.publicUrl],
+    ["issuer", issuer],
     ["current key", `${current.kid} (${current.alg}, signing since ${iso(current.activatesAt)})`],
     ["next key", `${next.kid} (${next.alg}, published ${iso(next.createdAt)})`],
     ["retired keys", String(retired.length)],
-    ["next rotation", nextRotation === undefined ? "off (TOKENMINT_KEY_ROTATION_PERIOD=0)" : `${iso(nextRotation)}${due}`],
+    ["next rotation", nextRotation === undefined ? `off (${ownKeyRotationPeriod ? "the project's keyRotationPeriod" : "TOKENMINT_KEY_ROTATION_PERIOD"} is 0)` : `${iso(nextRotation)}${due}`],
   ];
   io.out(["tokenmint check: ok", ...rows.map(([name, value]) => `  ${name.padEnd(14)}${value}`)].join("\n"));
 }

@@ -77,9 +77,10 @@ A running server serves a new project from its next request on. Takes --data-dir
   (each with --project SLUG|ID for a project other than the default one)
 
 Signing keys move next -> current -> retired -> removed. 'rotate' promotes the next key (it must
-have been published for the JWKS max-age first: 300 s unless the project sets its own rotation
-period, as the command cannot know the server's); 'revoke' removes a key from the JWKS at once.
-No command ever prints private key material. Takes --data-dir like serve.`,
+have been published for the JWKS max-age first); 'revoke' removes a key from the JWKS at once.
+The rotation period, max-age and algorithm are those of the last server to start on the data,
+not this command's settings. No command ever prints private key material. Takes --data-dir like
+serve.`,
   backup: `Usage: tokenmint backup FILE [--data-dir DIR] [--json]
 
 Writes a consistent copy of the data (tokenmint.mdb) to FILE, a new file (mode 0600); an existing

@@ -68,7 +68,7 @@ export async function projectsCommand(ctx: AppContext, args: ParsedArgs, io: Out
   const asJson = args.switches.has("--json");
   switch (action) {
     case "create": {
-      const record = await createProject(ctx.store, projectCreateInput(args, ctx.config, ctx.clock.now()), ctx.config, ctx.clock.now());
+      const record = await createProject(ctx.store, projectCreateInput(args, ctx.instance, ctx.clock.now()), ctx.instance, ctx.clock.now());
       await ctx.projects.refresh();
       await ctx.keys.load(record.id);
       const view = projectView(ctx.projects.get(record.id));

@@ -31,6 +31,32 @@ export async function ensureDefaultProject(store: Store, now: number): Promise<s
 /** What the instance configuration contributes to every project. */
 export type InstanceSettings = Pick<Config, "publicUrl" | "baseDomain" | "signingAlg" | "keyRotationPeriod">;
 
+/** The meta entry with the instance settings of the server that last started on the data. */
+const SERVED_SETTINGS_META = "servedInstanceSettings";
+
+const instanceSettingsOf = ({ publicUrl, baseDomain, signingAlg, keyRotationPeriod }: InstanceSettings): InstanceSettings => ({
+  publicUrl,
+  baseDomain,
+  signingAlg,
+  keyRotationPeriod,
+});
+
+/**
+ * Records a starting server's instance settings in the data (written only when they changed), so
+ * that CLI commands, whose own settings may differ, resolve projects as the server does.
+ */
+export async function recordServedSettings(store: Store, instance: InstanceSettings): Promise<void> {
+  const own = instanceSettingsOf(instance);
+  const stored = await store.getMeta<InstanceSettings>(SERVED_SETTINGS_META);
+  if (stored === undefined || JSON.stringify(instanceSettingsOf(stored)) !== JSON.stringify(own)) await store.setMeta(SERVED_SETTINGS_META, own);
+}
+
+/** The instance settings the last server to start on the data recorded; undefined if none has. */
+export async function servedSettings(store: Store): Promise<InstanceSettings | undefined> {
+  const stored = await store.getMeta<InstanceSettings>(SERVED_SETTINGS_META);
+  return stored === undefined ? undefined : instanceSettingsOf(stored);
+}
+
 /** A project with its settings resolved: what routes, tokens and the key service use. */
 export interface ResolvedProject {
   id: string;

@@ -71,8 +71,8 @@ export interface KeyServiceOptions {
   maintainOnLoad?: boolean;
   /**
    * The JWKS max-age (s) a manual rotation waits for after the next key was published; default
-   * the project's own (`jwksMaxAge`). A CLI command passes its own rule (startup.ts): it does not
-   * know the instance settings of the server that serves the JWKS.
+   * the project's own (`jwksMaxAge`). A CLI command on data no server has started on passes its
+   * own rule (startup.ts): it does not know the settings of the server that will serve the JWKS.
    */
   rotationWait?: (projectId: string) => number;
 }

@@ -24,6 +24,7 @@ const cliEnv = (dataDir: string, settings: Record<string, string | undefined>) =
 
 interface CheckJson {
   ok: boolean;
+  issuer: string;
   currentKid: string;
   nextRotation: string | null;
   server: { pid: number } | null;
@@ -56,6 +57,16 @@ describe("check", () => {
     expect(human.stdout).toStartWith("tokenmint check: ok\n");
     expect(human.stdout).toContain(`current key   ${report.currentKid} (ES256`);
     expect(human.stdout).toContain("server        not running");
+    expect({ files: readdirSync(server.dataDir).sort(), data: sha256(dataFile) }).toEqual(before);
+
+    // Run with other settings than the server's, it still shows the server's issuer and next rotation.
+    const otherEnv = { ...server.env, TOKENMINT_KEY_ROTATION_PERIOD: "60", TOKENMINT_PUBLIC_URL: "https://elsewhere.example.net" };
+    const other = await runTokenmint(["check", "--json"], otherEnv);
+    expect(other.code).toBe(0);
+    expect(JSON.parse(other.stdout)).toMatchObject({ issuer: report.issuer, nextRotation: report.nextRotation });
+    const listed = await runTokenmint(["keys", "list", "--json"], otherEnv);
+    expect(listed.code).toBe(0);
+    expect((JSON.parse(listed.stdout) as { items: { activatesAt?: string }[] }).items.map((k) => k.activatesAt)).toEqual(report.keys.map((k) => k.activatesAt));
     expect({ files: readdirSync(server.dataDir).sort(), data: sha256(dataFile) }).toEqual(before);
   });
 

@@ -36,7 +36,7 @@ export function projectRoutes(ctx: AppContext): RouteDef[] {
       },
       errors: [400, 409, 413, 415],
       handler: async ({ principal, body }) => {
-        await updateProject(ctx.store, principal.projectId, body as ProjectPatch, ctx.config, ctx.clock.now());
+        await updateProject(ctx.store, principal.projectId, body as ProjectPatch, ctx.instance, ctx.clock.now());
         await ctx.projects.refresh();
         // Served by this process at once (others from their next request on): reload the
         // directory and let the key service apply a new algorithm now.
