@@ -21,7 +21,7 @@ import { StartupError } from "../startup.ts";
 import { CachingStore } from "../store/caching-store.ts";
 import { COMMIT, VERSION } from "../version.ts";
 import { acquireServeLock } from "./serve-lock.ts";
-import { isWorkerMessage, type WorkerMessage } from "./worker-ipc.ts";
+import { isWorkerMessage, METRICS_REPORT_MS, type WorkerMessage } from "./worker-ipc.ts";
 
 /** Longest wait for in-flight requests at shutdown. */
 export const DRAIN_TIMEOUT_MS = 10_000;
@@ -47,7 +47,8 @@ export async function serve(ctx: AppContext): Promise<number> {
 
 /**
  * Serves as a worker of a primary: on the shared port, without lock, metrics listener or log
- * retention. Answers the primary's metrics requests; stops on a signal or when the primary is gone.
+ * retention. Answers the primary's metrics requests and reports its metrics every second unasked;
+ * stops on a signal or when the primary is gone.
  */
 export async function serveWorker(ctx: AppContext): Promise<number> {
   const send = (message: WorkerMessage) => process.send?.(message);
@@ -55,10 +56,13 @@ export async function serveWorker(ctx: AppContext): Promise<number> {
     if (isWorkerMessage(message) && message.type === "metrics") send({ type: "metrics", id: message.id, text: ctx.metrics.render() });
   };
   process.on("message", onMessage);
+  // Unasked too, so the primary keeps what this worker counted should it die between scrapes.
+  const report = setInterval(() => send({ type: "metrics", id: 0, text: ctx.metrics.render() }), METRICS_REPORT_MS);
   const orphaned = new Promise<string>((resolve) => process.once("disconnect", () => resolve("primary gone")));
   try {
     return await runServer(ctx, { worker: true, stop: orphaned, onListening: () => send({ type: "ready" }) });
   } finally {
+    clearInterval(report);
     process.off("message", onMessage);
     ctx.logger.flush?.();
   }

@@ -15,12 +15,19 @@ export interface ReadyMessage {
   type: "ready";
 }
 
-/** Primary → worker: send your metrics; worker → primary: here they are (the exposition text). */
+/**
+ * Primary → worker: send your metrics; worker → primary: here they are (the exposition text).
+ * A worker also sends them unasked, with id 0, every METRICS_REPORT_MS: when it dies, the
+ * primary keeps its counts as last reported, so at most that much of them is lost.
+ */
 export interface MetricsMessage {
   type: "metrics";
   id: number;
   text?: string;
 }
+
+/** How often a worker reports its metrics to the primary unasked. */
+export const METRICS_REPORT_MS = 1_000;
 
 export type WorkerMessage = ReadyMessage | MetricsMessage;
 

@@ -12,6 +12,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { decodeProtectedHeader, type JSONWebKeySet } from "jose";
+import { METRICS_REPORT_MS } from "../../src/cli/worker-ipc.ts";
 import { openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import { cleanup, freePort, isAlive, runTokenmint, startServer, waitFor, type Server, type ServerOptions } from "./process.ts";
 
@@ -290,6 +291,27 @@ describe(`serve with ${WORKERS} workers`, () => {
     process.kill(victim, "SIGKILL");
     await waitFor("worker 1 to be restarted", () => (workerPids(server).get(1) !== victim ? true : undefined), 10_000);
     expect(issued(await scrape())).toBeGreaterThanOrEqual(BATCH);
+    expect(await server.proc.stop()).toBe(0);
+  }, 30_000);
+
+  test("what a killed worker counted since the last scrape stays in the totals", async () => {
+    const instance = await startInstance({}, true);
+    const { server, apiKey } = instance;
+    const { tokenPath } = await providerAndClient(instance);
+    const from = server.proc.stdout.length;
+    for (let i = 0; i < BATCH; i++) expect((await fresh(server, tokenPath, { method: "POST", apiKey })).status).toBe(201);
+    const workers = await waitFor("the request log", () => {
+      const seen = answeringWorkers(server, from, TOKENS);
+      return seen.length >= BATCH ? seen : undefined;
+    });
+    expect(new Set(workers).size).toBe(2);
+    // No scrape in between: a worker reports its counts to the primary by itself, every second.
+    await Bun.sleep(METRICS_REPORT_MS * 2);
+    const victim = instance.pids.get(1) as number;
+    process.kill(victim, "SIGKILL");
+    await waitFor("worker 1 to be restarted", () => (workerPids(server).get(1) !== victim ? true : undefined), 10_000);
+    const text = await (await fetch(`${instance.metricsUrl}/metrics`)).text();
+    expect(text).toContain(`tokenmint_tokens_issued_total{alg="ES256"} ${BATCH}\n`);
     expect(await server.proc.stop()).toBe(0);
   }, 30_000);
 
