@@ -1,0 +1,36 @@
+/**
+ * What the README says of requests the runtime's HTTP parser refuses before tokenmint sees them:
+ * 400 or 431 with an empty body, and the connection closed. Large headers below the limit pass.
+ */
+import { afterEach, expect, test } from "bun:test";
+import { connect } from "node:net";
+import { cleanup, startServer } from "./process.ts";
+
+afterEach(cleanup);
+
+/** Sends `raw` on a new connection; resolves with everything read until the server closes it. */
+function exchange(port: number, raw: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let data = "";
+    const socket = connect(port, "127.0.0.1", () => socket.write(raw));
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk: string) => (data += chunk));
+    socket.on("close", () => resolve(data));
+    socket.on("error", reject);
+    socket.setTimeout(5000, () => socket.destroy(new Error(`no close after: ${JSON.stringify(data)}`)));
+  });
+}
+
+test("unreadable requests get 400 or 431 with an empty body from the HTTP parser; 12 KiB of headers pass", async () => {
+  const server = await startServer();
+  const get = (headers: string) => `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}Connection: close\r\n\r\n`;
+  const cases: [string, string][] = [
+    ["GARBAGE\r\n\r\n", "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"],
+    [get("Bad Header\r\n"), "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"],
+    [get(`X-A: ${"a".repeat(9000)}\r\nX-B: ${"b".repeat(9000)}\r\n`), "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n"],
+  ];
+  for (const [raw, answer] of cases) expect(await exchange(server.port, raw)).toBe(answer);
+  const big = await exchange(server.port, get(`X-A: ${"a".repeat(6000)}\r\nX-B: ${"b".repeat(6000)}\r\n`));
+  expect(big).toStartWith("HTTP/1.1 200 OK\r\n");
+  expect(await server.proc.stop()).toBe(0);
+});
