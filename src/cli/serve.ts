@@ -47,8 +47,8 @@ export async function serve(ctx: AppContext): Promise<number> {
 
 /**
  * Serves as a worker of a primary: on the shared port, without lock, metrics listener or log
- * retention. Answers the primary's metrics requests and reports its metrics every second unasked;
- * stops on a signal or when the primary is gone.
+ * retention. Answers the primary's metrics requests and, in a second in which it answered
+ * requests, reports its metrics unasked; stops on a signal or when the primary is gone.
  */
 export async function serveWorker(ctx: AppContext): Promise<number> {
   const send = (message: WorkerMessage) => process.send?.(message);
@@ -56,8 +56,15 @@ export async function serveWorker(ctx: AppContext): Promise<number> {
     if (isWorkerMessage(message) && message.type === "metrics") send({ type: "metrics", id: message.id, text: ctx.metrics.render() });
   };
   process.on("message", onMessage);
-  // Unasked too, so the primary keeps what this worker counted should it die between scrapes.
-  const report = setInterval(() => send({ type: "metrics", id: 0, text: ctx.metrics.render() }), METRICS_REPORT_MS);
+  // Unasked too, so the primary keeps what this worker counted should it die between scrapes;
+  // only when it answered requests since (every count and histogram moves with them).
+  let reported = 0;
+  const report = setInterval(() => {
+    const answered = ctx.metrics.httpRequests.total();
+    if (answered === reported) return;
+    reported = answered;
+    send({ type: "metrics", id: 0, text: ctx.metrics.render() });
+  }, METRICS_REPORT_MS);
   const orphaned = new Promise<string>((resolve) => process.once("disconnect", () => resolve("primary gone")));
   try {
     return await runServer(ctx, { worker: true, stop: orphaned, onListening: () => send({ type: "ready" }) });

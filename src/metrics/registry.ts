@@ -134,6 +134,13 @@ export class Counter<L extends string = never> implements Family {
     this.#series.get(labels, () => ({ value: 0 })).value += by;
   }
 
+  /** The sum over every series. */
+  total(): number {
+    let sum = 0;
+    for (const entry of this.#series.entries()) sum += entry.value.value;
+    return sum;
+  }
+
   /** The current value of one series (0 when it has no sample yet). */
   value(labels: Labels<L>): number {
     return this.#series.entries().find((e) => e.pairs.every(([name, value]) => labels[name] === value))?.value.value ?? 0;

@@ -66,6 +66,8 @@ describe("metrics registry", () => {
     expect(counter.value({ a: "", b: "1:x" })).toBe(1);
     expect(counter.value({ a: "x1:", b: "" })).toBe(2);
     expect(counter.value({ a: "x", b: "1:" })).toBe(3);
+    expect(counter.total()).toBe(7);
+    expect(registry.counter("empty_total", "Never counted.", ["a"]).total()).toBe(0);
     expect(registry.render().split("\n").filter((line) => line.startsWith("pairs_total{"))).toHaveLength(4);
     expect(() => counter.inc({ a: "x" } as never)).toThrow("metric label 'b' is missing");
   });
