@@ -12,7 +12,7 @@
  * crash in a row up to 30 s), runs the log retention, and serves the metrics listener: each
  * scrape asks every worker for its metrics over IPC and merges them with its own (counts add up,
  * see metrics/merge.ts). The counts of a worker that died stay in the totals as last reported:
- * at its last scrape, or in the report each worker sends every second unasked.
+ * at its last scrape, or in the report a worker sends unasked in each second it answered requests.
  * On SIGTERM/SIGINT it passes the signal on, waits for every worker to drain and exit, and exits 0.
  */
 import type { Subprocess } from "bun";

@@ -17,8 +17,9 @@ export interface ReadyMessage {
 
 /**
  * Primary → worker: send your metrics; worker → primary: here they are (the exposition text).
- * A worker also sends them unasked, with id 0, every METRICS_REPORT_MS: when it dies, the
- * primary keeps its counts as last reported, so at most that much of them is lost.
+ * A worker also sends them unasked, with id 0, at the end of each METRICS_REPORT_MS in which it
+ * answered requests: when it dies, the primary keeps its counts as last reported, so at most
+ * that much of them is lost.
  */
 export interface MetricsMessage {
   type: "metrics";
