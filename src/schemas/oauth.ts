@@ -2,12 +2,15 @@
  * @module schemas/oauth — the form parameters and answers of the token endpoint (RFC 6749 §4.4,
  * §5), the introspection endpoint (RFC 7662) and the revocation endpoint (RFC 7009).
  * Names stay as the RFC spells them. Parameters are form-encoded; an empty value counts as
- * absent, a repeated one arrives as a list and fails "must be given once", and unrecognised
- * parameters are ignored (RFC 6749 §3.2).
+ * absent, a repeated one arrives as a list and fails "must be given once" (except `audience` and
+ * `resource`, which their RFCs let a request repeat), and unrecognised parameters are ignored
+ * (RFC 6749 §3.2).
  */
 import { Type, type Static } from "@sinclair/typebox";
 
 const param = (description: string) => Type.String({ description, errorMessage: "must be given once" });
+/** A parameter its RFC lets a request repeat: one value, or the list of them. */
+const repeatable = (description: string) => Type.Union([Type.String(), Type.Array(Type.String())], { description });
 
 export const OAuthTokenRequest = Type.Object(
   {
@@ -20,8 +23,10 @@ export const OAuthTokenRequest = Type.Object(
     client_assertion: Type.Optional(
       param("A JWT signed with one of the client's registered keys (private_key_jwt): iss = sub = client id, aud = issuer or token endpoint, exp, jti."),
     ),
-    audience: Type.Optional(param("Optional. Must equal the client's audience; the token's `aud` is always the client's audience.")),
-    resource: Type.Optional(param("Optional (RFC 8707). Must equal the client's audience, as `audience` must.")),
+    audience: Type.Optional(
+      repeatable("Optional, and may be repeated (RFC 8693). Each value must equal the client's audience; the token's `aud` is always the client's audience."),
+    ),
+    resource: Type.Optional(repeatable("Optional, and may be repeated (RFC 8707). Each value must equal the client's audience, as with `audience`.")),
     scope: Type.Optional(param("Not supported: tokens carry no scope. A request with a scope is refused with `invalid_scope`.")),
   },
   { additionalProperties: true },

@@ -120,8 +120,17 @@ describe("token endpoint: client credentials", () => {
       await expectOAuthError(await viaBasic({ ...GRANT, audience }), 400, "invalid_target", "audience");
       await expectOAuthError(await viaPost({ ...GRANT, audience }), 400, "invalid_target", "audience");
     }
-    const twice = `grant_type=client_credentials&audience=${encodeURIComponent(AUDIENCE)}&audience=${encodeURIComponent(AUDIENCE)}`;
-    await expectOAuthError(await tokenRequest(t, twice, { authorization: basic(clientId, secret) }), 400, "invalid_request", "audience");
+  });
+
+  test("audience and resource may be repeated (RFC 8693, RFC 8707): each value must be the client's audience", async () => {
+    const form = (name: string, values: string[]) => `grant_type=client_credentials${values.map((v) => `&${name}=${encodeURIComponent(v)}`).join("")}`;
+    for (const name of ["audience", "resource"]) {
+      const { access_token } = await answer(await tokenRequest(t, form(name, [AUDIENCE, AUDIENCE]), { authorization: basic(clientId, secret) }));
+      expect(decodeJwt(access_token).aud).toBe(AUDIENCE);
+      for (const values of [[AUDIENCE, "https://other.example.test"], ["https://other.example.test", AUDIENCE]]) {
+        await expectOAuthError(await tokenRequest(t, form(name, values), { authorization: basic(clientId, secret) }), 400, "invalid_target", name);
+      }
+    }
   });
 
   test("resource (RFC 8707) must be the client's audience, as audience must; a scope is refused, never ignored", async () => {

@@ -17,9 +17,10 @@ export const GRANT_TYPES = ["client_credentials"] as const;
 /** The recognised parameters of a token request (others are ignored, RFC 6749 §3.2). */
 export interface TokenEndpointParams extends ClientAuthParams {
   grant_type: string;
-  audience?: string;
-  /** RFC 8707 resource indicator: the audience by its standard name. */
-  resource?: string;
+  /** One value or several (RFC 8693 lets a request repeat it). */
+  audience?: string | string[];
+  /** RFC 8707 resource indicators: the audience by its standard name, one or several. */
+  resource?: string | string[];
   scope?: string;
 }
 
@@ -47,8 +48,9 @@ export async function clientCredentialsToken(
     throw new OAuthError("unsupported_grant_type", "This grant_type is not supported; use grant_type=client_credentials.");
   }
   for (const name of ["audience", "resource"] as const) {
-    if (params[name] !== undefined && params[name] !== client.audience) {
-      throw new OAuthError("invalid_target", `The ${name} parameter must equal the client's audience, or be left out.`);
+    const asked = params[name];
+    if (asked !== undefined && (typeof asked === "string" ? asked !== client.audience : asked.some((value) => value !== client.audience))) {
+      throw new OAuthError("invalid_target", `Every ${name} parameter must equal the client's audience; or leave it out.`);
     }
   }
   // RFC 6749 §3.3: a scope other than the one granted (tokens carry none) is refused, not ignored.
