@@ -16,6 +16,7 @@ import { projectCreateInput, projectsCommand } from "./projects.ts";
 import type { Output } from "./output.ts";
 import { restoreCommand } from "./restore.ts";
 import { checkListeners, serve, serveWorker } from "./serve.ts";
+import { lockDataDir } from "./serve-lock.ts";
 import { servePrimary } from "./serve-primary.ts";
 import { workerNumber } from "./worker-ipc.ts";
 import { ConfigError, loadConfig } from "../config/load.ts";
@@ -66,9 +67,23 @@ async function run(args: ParsedArgs): Promise<number> {
       : createLogger(config.logLevel === "debug" ? "debug" : "warn", (line) => process.stderr.write(line));
   // A worker's lines name it; the primary's and a single process's do not.
   const logger = worker === undefined ? baseLogger : withFields(baseLogger, { worker });
-  // A server that cannot listen stops before it opens, let alone initialises, the data directory.
-  if (command === "serve" && worker === undefined) await checkListeners(config);
-  if (command === "serve" && worker === undefined && config.workers > 1) return await servePrimary(config, logger, systemClock);
+  if (command === "serve" && worker === undefined) {
+    // A server that cannot listen, or whose data another server holds, stops before it opens
+    // (let alone initialises or changes) the data.
+    await checkListeners(config);
+    const lock = lockDataDir(config.dataDir);
+    try {
+      if (config.workers > 1) return await servePrimary(config, logger, systemClock);
+      const ctx = await openContext(config, logger, systemClock, { cache: true });
+      try {
+        return await serve(ctx);
+      } finally {
+        await ctx.store.close();
+      }
+    } finally {
+      lock.release();
+    }
+  }
   // What can be checked without the data is checked before the data directory is opened.
   if (command === "apikeys" && args.words[1] === "create") apiKeyCreateInput(args);
   if (command === "projects" && args.words[1] === "create") projectCreateInput(args, config, systemClock.now());
@@ -78,10 +93,10 @@ async function run(args: ParsedArgs): Promise<number> {
     throw new AppError("not_found", `no data yet in ${config.dataDir}; start the server or create an API key or project first`);
   }
   // A worker's primary has said which signers this machine uses; a CLI command says it at debug level.
-  const announceSigners = command === "serve" ? worker === undefined : config.logLevel === "debug";
+  const announceSigners = command === "serve" ? false : config.logLevel === "debug";
   const ctx = await openContext(config, logger, systemClock, { cache: command === "serve", announceSigners, maintainKeys: command === "serve" });
   try {
-    if (command === "serve") return worker === undefined ? await serve(ctx) : await serveWorker(ctx);
+    if (command === "serve") return await serveWorker(ctx);
     if (command === "apikeys") await apikeysCommand(ctx, args, io);
     else if (command === "projects") await projectsCommand(ctx, args, io);
     else await keysCommand(ctx, args, io);

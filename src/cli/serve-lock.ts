@@ -1,11 +1,12 @@
 /**
  * @module cli/serve-lock
- * One `serve` per data directory: the server writes `<data-dir>/serve.pid` while it runs. A second
- * `serve` and `restore` refuse while that process is alive; a file left by a killed server is
+ * One `serve` per data directory: the server writes `<data-dir>/serve.pid` while it runs, from
+ * before it opens the data. A second `serve` and `restore` refuse while that process is alive; a file left by a killed server is
  * recognized as stale (its pid is gone, or is no longer a tokenmint server) and replaced.
  */
-import { readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { StartupError } from "../startup.ts";
 
 export const SERVE_LOCK_FILE = "serve.pid";
 
@@ -48,4 +49,20 @@ export function acquireServeLock(dataDir: string): { release: () => void } | { h
       }
     },
   };
+}
+
+/**
+ * Makes sure the data directory exists and takes its lock for this server, before anything in
+ * it is opened: a second server is refused before it could change a key, a setting or an API
+ * key. Throws a StartupError naming the live holder.
+ */
+export function lockDataDir(dataDir: string): { release: () => void } {
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new StartupError(`cannot open the data directory ${dataDir}: ${(error as Error).message}`);
+  }
+  const lock = acquireServeLock(dataDir);
+  if ("heldBy" in lock) throw new StartupError(`another tokenmint server (pid ${lock.heldBy}) is serving the data directory ${dataDir}`);
+  return lock;
 }

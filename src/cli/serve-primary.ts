@@ -2,7 +2,7 @@
  * @module cli/serve-primary
  * `tokenmint serve` with TOKENMINT_WORKERS above 1: this process is the primary. It checks and
  * initialises the data once (the same start-up as a single process, so a bad setting or a wrong
- * master key is one line on stderr), takes the data directory's lock, makes sure no one else holds
+ * master key is one line on stderr) under the data directory's lock, makes sure no one else holds
  * the port, and starts the workers, all at once: each is this same program (serve.ts's
  * `serveWorker`) listening on the one port with SO_REUSEPORT, so the kernel spreads connections
  * over them. Every worker runs the key timer itself; the compare-and-swap on the key set keeps it
@@ -26,7 +26,6 @@ import { createServiceMetrics, instanceMergeRule, processSources } from "../metr
 import { openContext, StartupError } from "../startup.ts";
 import { COMMIT, VERSION } from "../version.ts";
 import { DRAIN_TIMEOUT_MS, listen, stopSignal } from "./serve.ts";
-import { acquireServeLock } from "./serve-lock.ts";
 import { isWorkerMessage, selfCommand, WORKER_ENV } from "./worker-ipc.ts";
 
 /** Restart delay after the first crash; doubled for each further crash in a row. */
@@ -41,19 +40,19 @@ const METRICS_TIMEOUT_MS = 1_000;
 /** Beyond a worker's own drain timeout, how long the primary waits before it kills it. */
 const EXIT_GRACE_MS = 5_000;
 
-/** Runs the primary until a signal has stopped every worker; resolves with the exit code. */
+/**
+ * Runs the primary until a signal has stopped every worker; resolves with the exit code. The
+ * caller holds the data directory's lock.
+ */
 export async function servePrimary(config: Config, logger: Logger, clock: Clock): Promise<number> {
-  // The one-time start-up (format, project, master key, first keys, bootstrap key) happens here,
-  // before any worker runs, so workers only ever find it done.
-  const ctx = await openContext(config, logger, clock);
-  const store = ctx.store.description;
-  await ctx.store.close();
-  const lock = acquireServeLock(config.dataDir);
-  if ("heldBy" in lock) throw new StartupError(`another tokenmint server (pid ${lock.heldBy}) is serving the data directory ${config.dataDir}`);
   try {
+    // The one-time start-up (format, project, master key, first keys, bootstrap key) happens here,
+    // before any worker runs, so workers only ever find it done.
+    const ctx = await openContext(config, logger, clock);
+    const store = ctx.store.description;
+    await ctx.store.close();
     return await supervise(config, logger, clock, store);
   } finally {
-    lock.release();
     logger.flush?.();
   }
 }

@@ -20,7 +20,6 @@ import { metricsHandler } from "../metrics/endpoint.ts";
 import { StartupError } from "../startup.ts";
 import { CachingStore } from "../store/caching-store.ts";
 import { COMMIT, VERSION } from "../version.ts";
-import { acquireServeLock } from "./serve-lock.ts";
 import { isWorkerMessage, METRICS_REPORT_MS, type WorkerMessage } from "./worker-ipc.ts";
 
 /** Longest wait for in-flight requests at shutdown. */
@@ -32,15 +31,11 @@ export const DRAIN_TIMEOUT_MS = 10_000;
  */
 const ACCEPT_GRACE_MS = 100;
 
-/** Serves until a signal arrives; resolves with the exit code. */
+/** Serves until a signal arrives; resolves with the exit code. The caller holds the data directory's lock. */
 export async function serve(ctx: AppContext): Promise<number> {
-  const { dataDir } = ctx.config;
-  const lock = acquireServeLock(dataDir);
-  if ("heldBy" in lock) throw new StartupError(`another tokenmint server (pid ${lock.heldBy}) is serving the data directory ${dataDir}`);
   try {
     return await runServer(ctx, { worker: false });
   } finally {
-    lock.release();
     ctx.logger.flush?.();
   }
 }

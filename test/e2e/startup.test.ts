@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { cleanup, freePort, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
+import { api, cleanup, freePort, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
 
 afterEach(cleanup);
 
@@ -121,6 +121,37 @@ describe("bad settings stop start-up with one line that names the problem", () =
 });
 
 describe("one server per data directory", () => {
+  test("a refused second serve, with other settings, changes nothing in the data first", async () => {
+    const masterKey = newMasterKey();
+    const first = await startServer({ masterKey, settings: { TOKENMINT_KEY_ROTATION_PERIOD: "86400" } });
+    const state = async () => {
+      const keys = await runTokenmint(["keys", "list", "--json"], first.env);
+      const check = await runTokenmint(["check", "--json"], first.env);
+      return { keys: keys.stdout, issuer: (JSON.parse(check.stdout) as { issuer: string }).issuer };
+    };
+    const before = await state();
+    const bootstrap = "b".repeat(43);
+    for (const workers of ["1", "2"]) {
+      const second = await serveWith(
+        {
+          TOKENMINT_MASTER_KEY: masterKey,
+          TOKENMINT_WORKERS: workers,
+          TOKENMINT_SIGNING_ALG: "RS256",
+          TOKENMINT_KEY_ROTATION_PERIOD: "60",
+          TOKENMINT_PUBLIC_URL: "https://elsewhere.example.net",
+          TOKENMINT_BOOTSTRAP_API_KEY: bootstrap,
+        },
+        first.dataDir,
+      );
+      expect(refusal(second)).toMatch(new RegExp(`another tokenmint server \\(pid ${first.proc.pid}\\) is serving the data directory`));
+      expect(second.stdout).toBe("");
+    }
+    expect(await state()).toEqual(before);
+    expect((await api(first, bootstrap, "GET", "/v1/providers")).status).toBe(401);
+    expect(first.proc.logs().filter((line) => /rotated|replaced/.test(String(line.msg)))).toEqual([]);
+    expect(await first.proc.stop()).toBe(0);
+  }, 30_000);
+
   test("a second serve on the same data directory is refused; a killed server's lock is stale", async () => {
     const masterKey = newMasterKey();
     const first = await startServer({ masterKey });
