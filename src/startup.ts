@@ -8,7 +8,7 @@
 import type { Config } from "./config/schema.ts";
 import { ensureBootstrapApiKey } from "./core/api-keys.ts";
 import { ProjectDirectory } from "./core/project-directory.ts";
-import { ensureDefaultProject, recordServedSettings, servedSettings, type InstanceSettings } from "./core/projects.ts";
+import { ensureDefaultProject, projectHostsProblem, recordServedSettings, servedSettings, type InstanceSettings } from "./core/projects.ts";
 import type { AppContext, Clock } from "./context.ts";
 import { KeyService } from "./keys/key-service.ts";
 import { jwksMaxAge, MAX_JWKS_MAX_AGE_S } from "./keys/lifecycle.ts";
@@ -97,6 +97,8 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
     const maintain = options.maintainKeys !== false;
     const served = maintain ? undefined : await servedSettings(store);
     const instance: InstanceSettings = served ?? config;
+    const hosts = projectHostsProblem(instance);
+    if (hosts !== undefined && (await store.listProjects()).length > 1) throw new StartupError(`cannot serve the projects in ${config.dataDir}: ${hosts}`);
     const signers = new SignerFactory({ mode: config.signer, logger });
     if (options.announceSigners !== false) logger.info("signers", planFields(await signers.plan()));
     // A new project's hosts are served once its key ring is loaded: the directory learns of it

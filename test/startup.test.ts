@@ -57,6 +57,34 @@ describe("openContext", () => {
   });
 });
 
+describe("projects at <slug>.<base domain>", () => {
+  test("cannot be created while the base domain is an IP address (the public URL's host), and data holding them does not start there", async () => {
+    const dir = tempDir();
+    try {
+      const masterKey = generateMasterKeyText();
+      const clock = new FakeClock();
+      const settings = (env: Record<string, string>) => loadConfig({ TOKENMINT_DATA_DIR: dir.path, TOKENMINT_MASTER_KEY: masterKey, TOKENMINT_SIGNING_ALG: "ES256", ...env });
+      const byIp = await openContext(settings({ TOKENMINT_PUBLIC_URL: "http://10.0.0.5:8080" }), silentLogger, clock);
+      const refused = await createProject(byIp.store, { slug: "acme", name: "Acme" }, byIp.instance, clock.now()).then(() => undefined, (error: unknown) => error);
+      expect(refused).toBeInstanceOf(AppError);
+      expect((refused as AppError).message).toContain("TOKENMINT_BASE_DOMAIN");
+      expect((await byIp.store.listProjects()).map((p) => p.slug ?? "default")).toEqual(["default"]);
+      // With a DNS name for the base domain, it can.
+      const acme = await createProject(byIp.store, { slug: "acme", name: "Acme" }, { ...byIp.instance, baseDomain: "tm.example.test" }, clock.now());
+      await byIp.store.close();
+
+      const failed = await openContext(settings({ TOKENMINT_PUBLIC_URL: "http://10.0.0.5:8080" }), silentLogger, clock).then(() => undefined, (error: unknown) => error);
+      expect(failed).toBeInstanceOf(StartupError);
+      expect((failed as Error).message).toContain("TOKENMINT_BASE_DOMAIN");
+      const ctx = await openContext(settings({ TOKENMINT_PUBLIC_URL: "http://10.0.0.5:8080", TOKENMINT_BASE_DOMAIN: "tm.example.test" }), silentLogger, clock);
+      expect(ctx.projects.get(acme.id).url).toBe("http://acme.tm.example.test");
+      await ctx.store.close();
+    } finally {
+      dir.remove();
+    }
+  });
+});
+
 describe("a CLI command resolves projects as the server does", () => {
   const settingsIn = (dir: string, masterKey: string) => (overrides: Record<string, string>) =>
     loadConfig({ TOKENMINT_DATA_DIR: dir, TOKENMINT_MASTER_KEY: masterKey, TOKENMINT_SIGNING_ALG: "ES256", ...overrides });

@@ -10,7 +10,7 @@ import { statSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import type { Clock } from "../context.ts";
-import { resolveProject, servedSettings, type ResolvedProject } from "../core/projects.ts";
+import { projectHostsProblem, resolveProject, servedSettings, type ResolvedProject } from "../core/projects.ts";
 import { AppError } from "../errors.ts";
 import { keyView } from "../http/views.ts";
 import { keyViews } from "../keys/key-service.ts";
@@ -93,6 +93,10 @@ export async function checkCommand(config: Config, args: ParsedArgs, io: Output,
   let report: DataReport;
   try {
     report = await inspectData(store, config, dataDir);
+    // As at the start of a server with these settings (startup.ts): projects need a base domain
+    // their hosts can be under.
+    const hosts = projectHostsProblem(config);
+    if (hosts !== undefined && (await store.listProjects()).length > 1) throw new StartupError(`cannot serve the projects in ${dataDir}: ${hosts}`);
   } finally {
     await store.close();
   }

@@ -69,6 +69,15 @@ export function isHostName(value: string): boolean {
   return match[2] === undefined || (Number(match[2]) >= 1 && Number(match[2]) <= 65535);
 }
 
+/**
+ * Whether a host name (with an optional port) is a DNS name, under which `<slug>.<name>` is a
+ * host too: its last label is not a number (URL parsers read such a host as an IPv4 address).
+ */
+export function isDnsName(host: string): boolean {
+  const name = host.replace(/:\d+$/, "");
+  return !/^(?:\d+|0x[0-9a-f]*)$/i.test(name.slice(name.lastIndexOf(".") + 1));
+}
+
 function oneOf<T extends string>(name: string, allowed: readonly T[], raw: string): T | { problem: string } {
   return allowed.find((value) => value === raw) ?? problem(`${name} must be one of ${allowed.join(", ")}, got '${raw}'`);
 }
@@ -121,11 +130,12 @@ export const SETTINGS: readonly Setting[] = [
     flag: "--base-domain",
     defaultText: "the host (and port) of TOKENMINT_PUBLIC_URL",
     description:
-      "Domain under which every project has its own host, `<slug>.<base domain>` (with TOKENMINT_PUBLIC_URL's scheme): its issuer, discovery, JWKS and OAuth endpoints. May carry a port. The default project stays at TOKENMINT_PUBLIC_URL.",
+      "Domain under which every project has its own host, `<slug>.<base domain>` (with TOKENMINT_PUBLIC_URL's scheme): its issuer, discovery, JWKS and OAuth endpoints. May carry a port; must be a DNS name, not an IP address (where TOKENMINT_PUBLIC_URL's host is one, set this to create projects). The default project stays at TOKENMINT_PUBLIC_URL.",
     parse: (raw, partial) => {
       if (raw === undefined || raw.trim() === "") return new URL(partial.publicUrl ?? "http://localhost:8080").host;
       const value = raw.trim().toLowerCase();
-      return isHostName(value) ? value : problem(`TOKENMINT_BASE_DOMAIN must be a host name with an optional port, got '${raw}'`);
+      if (!isHostName(value)) return problem(`TOKENMINT_BASE_DOMAIN must be a host name with an optional port, got '${raw}'`);
+      return isDnsName(value) ? value : problem(`TOKENMINT_BASE_DOMAIN must be a DNS name, not an IP address (projects live at <slug>.<base domain>), got '${raw}'`);
     },
   },
   {

@@ -6,7 +6,7 @@
  * settings (signing algorithm, rotation period, default token lifetime) fall back to the
  * instance's configuration while unset.
  */
-import { isHostName, type Config, type SigningAlg } from "../config/schema.ts";
+import { isDnsName, isHostName, type Config, type SigningAlg } from "../config/schema.ts";
 import { AppError } from "../errors.ts";
 import { MAX_TOKEN_LIFETIME_S } from "../keys/lifecycle.ts";
 import type { ProjectRecord, ProjectSettings, Store } from "../store/store.ts";
@@ -55,6 +55,16 @@ export async function recordServedSettings(store: Store, instance: InstanceSetti
 export async function servedSettings(store: Store): Promise<InstanceSettings | undefined> {
   const stored = await store.getMeta<InstanceSettings>(SERVED_SETTINGS_META);
   return stored === undefined ? undefined : instanceSettingsOf(stored);
+}
+
+/**
+ * Why projects other than the default one cannot have their hosts, `<slug>.<base domain>`, under
+ * these settings: the base domain (by default the public URL's host) is an IP address. Undefined
+ * when they can.
+ */
+export function projectHostsProblem(instance: InstanceSettings): string | undefined {
+  if (isDnsName(instance.baseDomain)) return undefined;
+  return `projects other than the default one live at <slug>.<base domain>, and the base domain ${instance.baseDomain} (TOKENMINT_PUBLIC_URL's host unless TOKENMINT_BASE_DOMAIN is set) is an IP address: set TOKENMINT_BASE_DOMAIN to a DNS name`;
 }
 
 /** A project with its settings resolved: what routes, tokens and the key service use. */
@@ -200,6 +210,8 @@ export function newProjectRecord(input: NewProject, instance: InstanceSettings, 
 
 /** Creates a project; `conflict` when the slug or custom domain is taken. */
 export async function createProject(store: Store, input: NewProject, instance: InstanceSettings, now: number): Promise<ProjectRecord> {
+  const hosts = projectHostsProblem(instance);
+  if (hosts !== undefined) throw new AppError("invalid_request", `Cannot create a project: ${hosts}.`);
   const record = newProjectRecord(input, instance, now);
   await store.createProject(record).catch(storeClash);
   return record;

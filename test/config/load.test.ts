@@ -53,6 +53,14 @@ describe("loadConfig", () => {
     expect([config.port, config.host, config.dataDir, config.publicUrl]).toEqual([9100, "0.0.0.0", "/srv/tm", "http://localhost:9100"]);
   });
 
+  test("TOKENMINT_BASE_DOMAIN is a DNS name with an optional port, never an IP address", () => {
+    expect(loadConfig({ TOKENMINT_BASE_DOMAIN: "Tm.Example.com:8443" }).baseDomain).toBe("tm.example.com:8443");
+    expect(loadConfig({ TOKENMINT_BASE_DOMAIN: "internal" }).baseDomain).toBe("internal");
+    for (const bad of ["10.0.0.5", "10.0.0.5:8080", "tm.123", "0x7f.1", "[::1]", "a b", "tm.example.com:0"]) {
+      expect({ bad, problems: problemsOf({ TOKENMINT_BASE_DOMAIN: bad }) }).toEqual({ bad, problems: [expect.stringContaining("TOKENMINT_BASE_DOMAIN")] });
+    }
+  });
+
   test("the public URL loses its trailing slash and must be plain http(s)", () => {
     expect(loadConfig({ TOKENMINT_PUBLIC_URL: "https://auth.example.com/" }).publicUrl).toBe("https://auth.example.com");
     expect(loadConfig({ TOKENMINT_PUBLIC_URL: "https://example.com/tm/" }).publicUrl).toBe("https://example.com/tm");

@@ -253,6 +253,21 @@ describe("keys", () => {
 });
 
 describe("projects", () => {
+  test("with an IP address for the base domain: create refuses with one line naming TOKENMINT_BASE_DOMAIN, and check fails on data holding projects", async () => {
+    const dataDir = tempDataDir();
+    const env = processEnv({ TOKENMINT_DATA_DIR: dataDir, TOKENMINT_MASTER_KEY: newMasterKey(), TOKENMINT_SIGNING_ALG: "ES256", TOKENMINT_PUBLIC_URL: "http://10.0.0.5:8080" });
+    const refused = await runTokenmint(["projects", "create", "--slug", "acme"], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderrLines).toHaveLength(1);
+    expect(refused.stderrLines[0]).toMatch(/^tokenmint: Cannot create a project: .*base domain 10\.0\.0\.5:8080 .*set TOKENMINT_BASE_DOMAIN to a DNS name\.$/);
+    const dns = { ...env, TOKENMINT_BASE_DOMAIN: "tm.example.test" };
+    expect((await runTokenmint(["projects", "create", "--slug", "acme"], dns)).code).toBe(0);
+    expect((await runTokenmint(["check"], dns)).code).toBe(0);
+    const check = await runTokenmint(["check"], env);
+    expect(check.code).toBe(1);
+    expect(check.stderrLines).toEqual([expect.stringMatching(/^tokenmint: cannot serve the projects in .*: .*TOKENMINT_BASE_DOMAIN/)]);
+  });
+
   test("create and list; the running server serves the new project at its host from its next request on; --project scopes apikeys and keys", async () => {
     const server = await startServer();
     const host = `acme.localhost:${server.port}`;
