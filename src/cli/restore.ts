@@ -5,14 +5,14 @@
  * holds the data directory, when FILE is not tokenmint data of this format, or when the
  * configured master key does not open its signing keys. The backup is copied into the data
  * directory under a temporary name, checked there, flushed, and renamed over `tokenmint.mdb`;
- * the stale lock file goes with the old data.
+ * the stale lock file and change announcements go with the old data.
  */
 import { chmodSync, constants, copyFileSync, existsSync, mkdirSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { AppError } from "../errors.ts";
 import { fsyncPath, lmdbFileProblem } from "../store/lmdb/lmdb-file.ts";
-import { LMDB_FILE, openLmdbFileReadOnly } from "../store/lmdb/lmdb-store.ts";
+import { CHANGES_FILE, LMDB_FILE, openLmdbFileReadOnly } from "../store/lmdb/lmdb-store.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
 import { inspectData } from "./check.ts";
 import type { Output } from "./output.ts";
@@ -54,6 +54,9 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
     ensureNoServer(dataDir);
     renameSync(staged, target);
     rmSync(`${target}-lock`, { force: true });
+    // The old data's last announced change (store/lmdb): the restored counter may be behind it, and
+    // a server would take the commit that reaches it again for one it has already seen.
+    rmSync(join(dataDir, CHANGES_FILE), { force: true });
     fsyncPath(dataDir);
   } catch (error) {
     rmSync(staged, { force: true });

@@ -72,6 +72,27 @@ describe("backup and restore", () => {
     expect(await clientAfter.text()).toBe(clientBefore);
   });
 
+  test("after a restore, the server sees a CLI change from its next request on, as before", async () => {
+    const settings = { TOKENMINT_PUBLIC_URL: "https://tm.example.test" };
+    const first = await startServer({ settings });
+    const { dataDir, env } = first;
+    const apiKey = await createApiKeyWithCli(first, "kept");
+    const file = join(tempDataDir(), "tokenmint-backup.mdb");
+    expect((await runTokenmint(["backup", file], env)).code).toBe(0);
+    // One more write after the backup: the restored data is one change behind what was announced.
+    await createApiKeyWithCli(first, "later");
+    expect(await first.proc.stop()).toBe(0);
+    expect((await runTokenmint(["restore", file], env)).code).toBe(0);
+
+    // The same settings (public URL included): the start itself writes nothing.
+    const again = await startServer({ dataDir, masterKey: env.TOKENMINT_MASTER_KEY as string, settings });
+    expect((await api(again, apiKey, "GET", "/v1/providers")).status).toBe(200);
+    const listed = JSON.parse((await runTokenmint(["apikeys", "list", "--json"], env)).stdout) as { items: { id: string; name: string }[] };
+    expect((await runTokenmint(["apikeys", "revoke", listed.items.find((k) => k.name === "kept")?.id as string], env)).code).toBe(0);
+    expect((await api(again, apiKey, "GET", "/v1/providers")).status).toBe(401);
+    expect(await again.proc.stop()).toBe(0);
+  }, 20_000);
+
   test("restore is refused while a server serves the data directory, and nothing changes", async () => {
     const server = await startServer();
     const file = join(tempDataDir(), "backup.mdb");
