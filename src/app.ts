@@ -12,7 +12,7 @@ import { directLane } from "./http/direct.ts";
 import { auth, isManagementPath, type Principals } from "./http/plugins/auth.ts";
 import { bodyParser } from "./http/plugins/body-parser.ts";
 import { errorAnswer, errorHandler } from "./http/plugins/error-handler.ts";
-import { logRequest, requestLog, UNMATCHED_ROUTE } from "./http/plugins/request-log.ts";
+import { logRequest, rawPathOf, requestLog, UNMATCHED_ROUTE } from "./http/plugins/request-log.ts";
 import { hasUsableUrl, type RouteDef, type RouteInput, UNUSABLE_HOST_MESSAGE } from "./http/route.ts";
 import { healthRoutes } from "./http/routes/health.ts";
 import { oauthRoutes } from "./http/routes/oauth.ts";
@@ -99,11 +99,11 @@ export type App = ReturnType<typeof buildApp>;
 /**
  * The answer to a request whose URL is not absolute (route.ts hasUsableUrl): 400, before routing
  * or authentication, since neither the project nor the route can be trusted; in the OAuth form
- * under /oauth/. Logged without its path.
+ * under /oauth/. Logged without its path, and not at all under a path never logged.
  */
 function refuseUnusableHost(ctx: AppContext, routes: readonly RouteDef[], request: Request): Response {
   const { status, headers, body } = errorAnswer(ctx.logger, routes, new AppError("invalid_request", UNUSABLE_HOST_MESSAGE), "UNKNOWN", request, undefined);
-  logRequest(ctx.logger, ctx.metrics, request.method, UNMATCHED_ROUTE, "", status, undefined);
+  logRequest(ctx.logger, ctx.metrics, request.method, UNMATCHED_ROUTE, rawPathOf(request.url), status, undefined);
   return Response.json(body, { status, headers });
 }
 

@@ -72,8 +72,12 @@ describe("request logging", () => {
     await json(call("GET", "/v1/providers", "/v1/providers", undefined, null), 401);
 
     // Discovery and health: never logged.
-    for (const path of ["/.well-known/openid-configuration", "/.well-known/jwks", "/.well-known/jwks.json", "/healthz"]) {
-      expect((await fetch(`${server.url}${path}`, { headers: { "x-forwarded-for": FORWARDED_IP } })).status).toBe(200);
+    for (const path of ["/.well-known/openid-configuration", "/.well-known/jwks", "/.well-known/jwks.json", "/healthz", "/healthz/", "/readyz", "/readyz/"]) {
+      expect({ path, status: (await fetch(`${server.url}${path}`, { headers: { "x-forwarded-for": FORWARDED_IP } })).status }).toEqual({ path, status: 200 });
+    }
+    // Not even refused: a Host that makes no URL.
+    for (const path of ["/.well-known/jwks", "/healthz"]) {
+      expect({ path, status: (await fetch(`${server.url}${path}`, { headers: { host: "bad host!!" } })).status }).toEqual({ path, status: 400 });
     }
 
     expect(await server.proc.stop()).toBe(0);

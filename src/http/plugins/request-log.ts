@@ -11,8 +11,19 @@ import type { Logger } from "../../logging/logger.ts";
 import { methodLabel, type ServiceMetrics } from "../../metrics/service-metrics.ts";
 import { matchPath, type RouteDef } from "../route.ts";
 
-/** Paths that are never logged (CONTRACT §4, §5). */
-export const isUnloggedPath = (pathname: string) => pathname.startsWith("/.well-known/") || pathname === "/healthz" || pathname === "/readyz";
+/** Paths that are never logged (CONTRACT §4, §5), with or without a trailing slash (the router takes both). */
+export const isUnloggedPath = (pathname: string) =>
+  pathname.startsWith("/.well-known/") || pathname === "/healthz" || pathname === "/readyz" || pathname === "/healthz/" || pathname === "/readyz/";
+
+/**
+ * The path of a request target that makes no URL (a bad Host): only to tell whether it is one
+ * never logged; it is never logged itself.
+ */
+export const rawPathOf = (target: string) => {
+  const path = target.startsWith("/") ? target : target.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "");
+  const end = path.search(/[?#]/);
+  return end === -1 ? path : path.slice(0, end);
+};
 
 /** The route label of paths no route matches. */
 export const UNMATCHED_ROUTE = "(unmatched)";
