@@ -102,16 +102,21 @@ export async function checkListeners(config: Pick<Config, "host" | "port" | "met
   if (config.metricsPort !== undefined) await listen("metrics", config.metricsHost, config.metricsPort, idle).stop(true);
 }
 
+let stopSignalled: Promise<string> | undefined;
+
 /**
- * Resolves with the name of the first SIGTERM or SIGINT. The handlers stay installed, so a second
- * signal (a terminal sends SIGINT to the whole process group, and the primary forwards it again)
- * does not kill the process mid-drain.
+ * Resolves with the name of the first SIGTERM or SIGINT. The handlers are installed by the first
+ * call (`serve` makes it before it opens anything, so a signal during start-up stops the server
+ * once it has started, with exit 0) and stay installed, so a second signal (a terminal sends
+ * SIGINT to the whole process group, and the primary forwards it again) does not kill the process
+ * mid-drain. Every call answers the same promise.
  */
 export function stopSignal(): Promise<string> {
-  return new Promise((resolve) => {
+  stopSignalled ??= new Promise((resolve) => {
     process.on("SIGTERM", () => resolve("SIGTERM"));
     process.on("SIGINT", () => resolve("SIGINT"));
   });
+  return stopSignalled;
 }
 
 interface ServerRole {

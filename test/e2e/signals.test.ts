@@ -3,7 +3,7 @@
  * as one process and with workers (the primary passes the signal on and waits for all of them).
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { api, cleanup, createApiKeyWithCli, isAlive, startServer, waitFor, within, type Server } from "./process.ts";
+import { api, cleanup, createApiKeyWithCli, freePort, isAlive, newMasterKey, processEnv, spawnTokenmint, startServer, tempDataDir, waitFor, within, type Server } from "./process.ts";
 
 afterEach(cleanup);
 
@@ -127,3 +127,24 @@ for (const workers of [1, 2]) {
     });
   });
 }
+
+describe("a signal during start-up", () => {
+  test("stops the server once it has started, with exit 0: the handlers are in place before the data is opened", async () => {
+    for (const workers of ["1", "2"]) {
+      const env = processEnv({
+        TOKENMINT_DATA_DIR: tempDataDir(),
+        TOKENMINT_HOST: "127.0.0.1",
+        TOKENMINT_PORT: String(await freePort()),
+        TOKENMINT_MASTER_KEY: newMasterKey(),
+        TOKENMINT_SIGNING_ALG: "ES256",
+        TOKENMINT_WORKERS: workers,
+      });
+      const proc = spawnTokenmint(["serve"], env);
+      // The first line comes while the data is being opened, before the server listens.
+      await waitFor("the first log line", () => (proc.stdout.length > 0 ? true : undefined), 10_000);
+      proc.signal("SIGTERM");
+      expect({ workers, code: await within(proc.exited, 15_000) }).toEqual({ workers, code: 0 });
+      expect(proc.logs().some((line) => line.msg === "stopped")).toBe(true);
+    }
+  }, 40_000);
+});
