@@ -12,7 +12,7 @@ import { ensureDefaultProject, projectHostsProblem, recordServedSettings, served
 import type { AppContext, Clock } from "./context.ts";
 import { KeyService } from "./keys/key-service.ts";
 import { jwksMaxAge, MAX_JWKS_MAX_AGE_S } from "./keys/lifecycle.ts";
-import { MasterKeyError, resolveMasterKey } from "./keys/master-key.ts";
+import { checkMasterKeySource, MasterKeyError, resolveMasterKey } from "./keys/master-key.ts";
 import { createMasterKeyCheck, importMasterKey, verifyMasterKeyCheck } from "./keys/sealing.ts";
 import { planFields, SignerFactory } from "./keys/signers/factory.ts";
 import type { Logger } from "./logging/logger.ts";
@@ -81,6 +81,8 @@ export interface OpenContextOptions {
  * (StartupError, MasterKeyError) carries a message fit for one line on stderr.
  */
 export async function openContext(config: Config, logger: Logger, clock: Clock, options: OpenContextOptions = {}): Promise<AppContext> {
+  // A master key that cannot be used stops start-up before the data is opened (or created).
+  checkMasterKeySource(config);
   let store: Store;
   try {
     const data = openLmdbStore(config.dataDir);

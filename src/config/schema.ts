@@ -4,6 +4,7 @@
  * docs/configuration.md is generated from this table (scripts/gen-docs.ts) and a test keeps them equal.
  */
 import { availableParallelism } from "node:os";
+import { decodeMasterKey } from "../keys/master-key.ts";
 
 /** A signing algorithm the service can generate keys for. */
 export type SigningAlg = "RS256" | "ES256" | "EdDSA";
@@ -152,7 +153,17 @@ export const SETTINGS: readonly Setting[] = [
     defaultText: "none",
     description:
       "Master key (base64url of 32 bytes) that encrypts signing keys at rest. Takes precedence over TOKENMINT_MASTER_KEY_FILE. Set but empty is an error (an unfilled secret must not mean 'generate one').",
-    parse: (raw) => (raw === undefined ? undefined : raw.trim() === "" ? problem("TOKENMINT_MASTER_KEY is set but empty; unset it or give the key") : raw.trim()),
+    parse: (raw) => {
+      if (raw === undefined) return undefined;
+      if (raw.trim() === "") return problem("TOKENMINT_MASTER_KEY is set but empty; unset it or give the key");
+      try {
+        decodeMasterKey(raw, "TOKENMINT_MASTER_KEY");
+      } catch (error) {
+        // The message names the setting and the length, never the value.
+        return problem((error as Error).message.replace(/^the master key from (TOKENMINT_MASTER_KEY)/, "$1"));
+      }
+      return raw.trim();
+    },
   },
   {
     key: "masterKeyFile",

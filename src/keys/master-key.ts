@@ -42,6 +42,28 @@ export function decodeMasterKey(text: string, origin: string): Uint8Array<ArrayB
 /** Encodes 32 fresh random bytes as a master key string. */
 export const generateMasterKeyText = () => base64url.encode(crypto.getRandomValues(new Uint8Array(32)));
 
+/** The file the master key is read from (when not in TOKENMINT_MASTER_KEY), and the default one. */
+function masterKeyPath(config: Config): { path: string; fallback: string } {
+  const credential = config.credentialsDirectory !== undefined ? join(config.credentialsDirectory, "master-key") : undefined;
+  const fallback = join(config.dataDir, "master.key");
+  return { path: config.masterKeyFile ?? (credential !== undefined && existsSync(credential) ? credential : fallback), fallback };
+}
+
+/**
+ * Throws, as `resolveMasterKey` would, for a configured master key that cannot be used: a
+ * malformed key, a named file that is missing, unreadable or malformed. Writes nothing, so it runs
+ * before the data directory is opened. A key yet to be generated at the default path passes.
+ */
+export function checkMasterKeySource(config: Config): void {
+  if (config.masterKey !== undefined) {
+    decodeMasterKey(config.masterKey, "TOKENMINT_MASTER_KEY");
+    return;
+  }
+  const { path, fallback } = masterKeyPath(config);
+  if (existsSync(path)) readKeyFile(path);
+  else if (path !== fallback) throw new MasterKeyError(`the master key file ${path} does not exist`);
+}
+
 /**
  * Resolves the master key for `config`. `dataHasKeys` says whether the store already holds keys
  * sealed with some master key (then nothing is ever generated).
@@ -50,10 +72,7 @@ export function resolveMasterKey(config: Config, dataHasKeys: boolean): MasterKe
   if (config.masterKey !== undefined) {
     return { raw: decodeMasterKey(config.masterKey, "TOKENMINT_MASTER_KEY"), origin: "TOKENMINT_MASTER_KEY", generated: false };
   }
-  const explicit = config.masterKeyFile;
-  const credential = config.credentialsDirectory !== undefined ? join(config.credentialsDirectory, "master-key") : undefined;
-  const fallback = join(config.dataDir, "master.key");
-  const path = explicit ?? (credential !== undefined && existsSync(credential) ? credential : fallback);
+  const { path, fallback } = masterKeyPath(config);
   if (existsSync(path)) return { raw: readKeyFile(path), origin: path, generated: false };
   if (path !== fallback) throw new MasterKeyError(`the master key file ${path} does not exist`);
   if (dataHasKeys) {

@@ -53,6 +53,15 @@ describe("loadConfig", () => {
     expect([config.port, config.host, config.dataDir, config.publicUrl]).toEqual([9100, "0.0.0.0", "/srv/tm", "http://localhost:9100"]);
   });
 
+  test("a TOKENMINT_MASTER_KEY that is not 32 bytes of base64url is reported with the other problems, never echoed", () => {
+    const problems = problemsOf({ TOKENMINT_MASTER_KEY: "abc-SECRET", TOKENMINT_PORT: "abc" });
+    expect(problems).toHaveLength(2);
+    expect(problems.join("\n")).toContain("TOKENMINT_PORT");
+    expect(problems.find((p) => p.includes("TOKENMINT_MASTER_KEY"))).toMatch(/32 bytes/);
+    expect(problems.join("\n")).not.toContain("SECRET");
+    expect(problemsOf({ TOKENMINT_MASTER_KEY: "!!!" })[0]).toMatch(/TOKENMINT_MASTER_KEY is not valid base64url/);
+  });
+
   test("TOKENMINT_BASE_DOMAIN is a DNS name with an optional port, never an IP address", () => {
     expect(loadConfig({ TOKENMINT_BASE_DOMAIN: "Tm.Example.com:8443" }).baseDomain).toBe("tm.example.com:8443");
     expect(loadConfig({ TOKENMINT_BASE_DOMAIN: "internal" }).baseDomain).toBe("internal");

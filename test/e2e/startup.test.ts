@@ -3,7 +3,7 @@
  * help, version and usage errors; the generated master key.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { api, cleanup, freePort, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
 
@@ -102,6 +102,26 @@ describe("bad settings stop start-up with one line that names the problem", () =
       }
     } finally {
       await blocker.stop(true);
+    }
+  }, 30_000);
+
+  test("a master key that cannot be used is found before anything is written to a new data directory", async () => {
+    const badFile = join(tempDataDir(), "master-key");
+    writeFileSync(badFile, "not a key\n");
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ TOKENMINT_MASTER_KEY: "abc" }, /TOKENMINT_MASTER_KEY.*32 bytes/],
+      [{ TOKENMINT_MASTER_KEY_FILE: "/nonexistent" }, /\/nonexistent does not exist/],
+      [{ TOKENMINT_MASTER_KEY_FILE: badFile }, /master key from .*master-key is not valid base64url|must decode to 32 bytes/],
+    ];
+    for (const [settings, pattern] of cases) {
+      for (const args of [["serve"], ["apikeys", "create", "--name", "ci"]]) {
+        const dataDir = tempDataDir();
+        const env = processEnv({ TOKENMINT_DATA_DIR: dataDir, TOKENMINT_PORT: String(await freePort()), TOKENMINT_WORKERS: "1", ...settings });
+        const result = await runTokenmint(args, env, 8000);
+        expect({ args, settings, code: result.code }).toEqual({ args, settings, code: 1 });
+        expect(refusal(result)).toMatch(pattern);
+        expect({ args, settings, files: readdirSync(dataDir) }).toEqual({ args, settings, files: [] });
+      }
     }
   }, 30_000);
 

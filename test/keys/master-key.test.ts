@@ -123,14 +123,13 @@ describe("resolveMasterKey: bad key values", () => {
   const wrongLength = base64url.encode(new Uint8Array(31));
   const standardBase64 = Buffer.alloc(32, 0xfb).toString("base64");
 
-  test("an env key that is not 32 bytes or not base64url", () => {
-    expect(masterKeyError(() => resolveMasterKey(config({ env: wrongLength }), false))).toBe(
-      "the master key from TOKENMINT_MASTER_KEY must decode to 32 bytes, got 31",
-    );
-    expect(masterKeyError(() => resolveMasterKey(config({ env: standardBase64 }), false))).toBe(
-      "the master key from TOKENMINT_MASTER_KEY is not valid base64url",
-    );
-    expect(masterKeyError(() => resolveMasterKey(config({ env: "not*a*key" }), false))).toContain("not valid base64url");
+  test("an env key that is not 32 bytes or not base64url (loadConfig refuses it first; see config tests)", () => {
+    // As if the settings had not been checked.
+    const unchecked = (env: string) => ({ ...config({}), masterKey: env });
+    expect(masterKeyError(() => resolveMasterKey(unchecked(wrongLength), false))).toBe("the master key from TOKENMINT_MASTER_KEY must decode to 32 bytes, got 31");
+    expect(masterKeyError(() => resolveMasterKey(unchecked(standardBase64), false))).toBe("the master key from TOKENMINT_MASTER_KEY is not valid base64url");
+    expect(masterKeyError(() => resolveMasterKey(unchecked("not*a*key"), false))).toContain("not valid base64url");
+    expect(() => config({ env: wrongLength })).toThrow("TOKENMINT_MASTER_KEY must decode to 32 bytes, got 31");
   });
 
   test("a key file that is not 32 bytes or not base64url; the file is never replaced", () => {
