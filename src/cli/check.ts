@@ -12,6 +12,8 @@ import type { Config } from "../config/schema.ts";
 import type { Clock } from "../context.ts";
 import { projectHostsProblem, resolveProject, servedSettings, type ResolvedProject } from "../core/projects.ts";
 import { AppError } from "../errors.ts";
+import { logFileProblem } from "../logging/file-sink.ts";
+import { logFileError } from "../logging/logger.ts";
 import { keyView } from "../http/views.ts";
 import { keyViews } from "../keys/key-service.ts";
 import { jwksMaxAge, keysByState, scheduledRotationAt } from "../keys/lifecycle.ts";
@@ -88,6 +90,9 @@ export async function inspectData(store: Store, config: Config, where: string): 
 
 export async function checkCommand(config: Config, args: ParsedArgs, io: Output, clock: Clock): Promise<void> {
   if (args.words.length > 1) throw new UsageError("usage: tokenmint check [--json]");
+  // What serve would refuse when it opens its log files, found without creating them.
+  const logProblem = config.logFile === undefined ? undefined : logFileProblem(config.logFile, clock.now());
+  if (logProblem !== undefined) throw logFileError(config.logFile as string, logProblem);
   const { dataDir } = config;
   const store = openExistingData(dataDir);
   let report: DataReport;

@@ -8,7 +8,7 @@
  * logging never waits for the disk per line. `flush` writes the buffer synchronously; the sink
  * also flushes on the process's `exit` event, and `serve` flushes at shutdown.
  */
-import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync, statSync, writeSync } from "node:fs";
+import { accessSync, chmodSync, closeSync, constants, existsSync, fchmodSync, mkdirSync, openSync, statSync, writeSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 
 /** Where lines go: the logger calls `write` with each line and its time (epoch ms). */
@@ -90,6 +90,44 @@ export interface DailyFileSinkOptions {
 
 const reportToStderr = (message: string, lines: string) => process.stderr.write(`tokenmint: ${message}\n${lines}`);
 
+const namesDirectory = (logFile: string) =>
+  statSync(logFile, { throwIfNoEntry: false })?.isDirectory() === true ? `${logFile} is a directory; name a file in it, like ${join(logFile, "tokenmint.log")}` : undefined;
+
+/**
+ * Why the daily files of `logFile` could not be opened, found without creating anything (for
+ * `check`): it names a directory, a path on the way is not a directory, or the directory or
+ * today's file may not be written. Undefined when nothing stands in the way.
+ */
+export function logFileProblem(logFile: string, now: number): string | undefined {
+  // A path under a file is missing as far as this walk goes: the file is found on the way up.
+  const stat = (path: string) => {
+    try {
+      return statSync(path, { throwIfNoEntry: false });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOTDIR") return undefined;
+      throw error;
+    }
+  };
+  if (stat(logFile)?.isDirectory() === true) return namesDirectory(logFile);
+  const path = dailyLogPath(logFile);
+  let dir = path.dir;
+  let existing = stat(dir);
+  // The nearest directory that exists is where the rest would be created.
+  while (existing === undefined && dirname(dir) !== dir) {
+    dir = dirname(dir);
+    existing = stat(dir);
+  }
+  if (existing === undefined || !existing.isDirectory()) return `${dir} is not a directory`;
+  try {
+    accessSync(dir, constants.W_OK | constants.X_OK);
+    const today = join(path.dir, dailyLogFileName(path, now));
+    if (dir === path.dir && existsSync(today)) accessSync(today, constants.W_OK);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  return undefined;
+}
+
 /**
  * Opens the daily files of `logFile`. Creates the directory and today's file at once, so an
  * unwritable location fails at start-up rather than at the first line.
@@ -97,9 +135,8 @@ const reportToStderr = (message: string, lines: string) => process.stderr.write(
 export function openDailyFileSink(logFile: string, options: DailyFileSinkOptions): LogSink {
   const path = dailyLogPath(logFile);
   const onError = options.onError ?? reportToStderr;
-  if (statSync(logFile, { throwIfNoEntry: false })?.isDirectory() === true) {
-    throw new Error(`${logFile} is a directory; name a file in it, like ${join(logFile, "tokenmint.log")}`);
-  }
+  const named = namesDirectory(logFile);
+  if (named !== undefined) throw new Error(named);
   ensureLogDirectory(path.dir);
   let name = dailyLogFileName(path, options.now);
   let fd: number | undefined = openForAppend(join(path.dir, name));

@@ -45,6 +45,9 @@ export function createLogger(
   return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error") };
 }
 
+/** The settings problem of a TOKENMINT_LOG_FILE whose files cannot be written. */
+export const logFileError = (logFile: string, reason: string) => new ConfigError([`TOKENMINT_LOG_FILE: cannot write log files beside ${logFile}: ${reason}`]);
+
 /**
  * The logger of `serve`: stdout, or the daily files of TOKENMINT_LOG_FILE when set. Throws when
  * the log directory or today's file cannot be created (a ConfigError naming the setting).
@@ -55,7 +58,7 @@ export function createServiceLogger(config: Pick<Config, "logLevel" | "logFile">
   try {
     sink = openDailyFileSink(config.logFile, { now: now() });
   } catch (error) {
-    throw new ConfigError([`TOKENMINT_LOG_FILE: cannot write log files beside ${config.logFile}: ${(error as Error).message}`]);
+    throw logFileError(config.logFile, (error as Error).message);
   }
   return { ...createLogger(config.logLevel, sink.write, now), flush: sink.flush };
 }

@@ -86,6 +86,22 @@ describe("check", () => {
     expect(sha256(join(dataDir, "tokenmint.mdb"))).toBe(before);
   });
 
+  test("a TOKENMINT_LOG_FILE that serve could not write fails, as serve would, and nothing is created", async () => {
+    const server = await startServer();
+    expect(await server.proc.stop()).toBe(0);
+    const aFile = join(tempDataDir(), "plain-file");
+    writeFileSync(aFile, "");
+    const aDirectory = tempDataDir();
+    for (const logFile of [aDirectory, join(aFile, "logs", "tokenmint.log")]) {
+      const start = `tokenmint: invalid settings: TOKENMINT_LOG_FILE: cannot write log files beside ${logFile}: `;
+      const result = await runTokenmint(["check"], { ...server.env, TOKENMINT_LOG_FILE: logFile });
+      expect({ logFile, starts: refusal(result).startsWith(start) }).toEqual({ logFile, starts: true });
+      const served = await runTokenmint(["serve"], { ...server.env, TOKENMINT_LOG_FILE: logFile });
+      expect({ logFile, code: served.code, starts: served.stderrLines[0]?.startsWith(start) }).toEqual({ logFile, code: 1, starts: true });
+    }
+    expect(readdirSync(aDirectory)).toEqual([]);
+  });
+
   test("bad settings fail with one line naming each problem", async () => {
     const line = refusal(await runTokenmint(["check"], cliEnv(tempDataDir(), { TOKENMINT_SIGNING_ALG: "HS256", TOKENMINT_PORT: "70000" })));
     expect(line).toStartWith("tokenmint: invalid settings: ");
