@@ -83,6 +83,11 @@ describe("backup and restore", () => {
     await createApiKeyWithCli(first, "later");
     expect(await first.proc.stop()).toBe(0);
     expect((await runTokenmint(["restore", file], env)).code).toBe(0);
+    // The restore removed the old lock file; LMDB adds one beside data that has none, the owner's alone.
+    const lockFile = join(dataDir, "tokenmint.mdb-lock");
+    expect(existsSync(lockFile)).toBe(false);
+    expect((await runTokenmint(["check"], env)).code).toBe(0);
+    expect(statSync(lockFile).mode & 0o777).toBe(0o600);
 
     // The same settings (public URL included): the start itself writes nothing.
     const again = await startServer({ dataDir, masterKey: env.TOKENMINT_MASTER_KEY as string, settings });

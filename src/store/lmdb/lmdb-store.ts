@@ -108,14 +108,25 @@ export function openLmdbStore(dataDir: string): LmdbStore {
 /**
  * Opens an existing LMDB data file (the one in a data directory, or a backup) without writing to
  * it: the file is never created or changed, and every write fails with `unavailable`. LMDB adds
- * `<path>-lock` beside it if missing (its reader table, so reading beside a writer stays safe).
+ * `<path>-lock` beside it if missing (its reader table, so reading beside a writer stays safe),
+ * mode 0600.
  * Throws `not_found` or `unavailable` when `path` is not an LMDB data file.
  */
 export function openLmdbFileReadOnly(path: string): LmdbStore {
   if (!dataFileExists(path)) throw new StoreError("not_found", `${path} does not exist`);
   const problem = lmdbFileProblem(path);
   if (problem !== undefined) throw new StoreError("unavailable", `${path} ${problem}`);
+  const lockFile = `${path}-lock`;
+  const hadLock = existsSync(lockFile);
   const db = open({ path, encoding: "json", compression: false, readOnly: true, noSubdir: true }) as RootDatabase<unknown, string>;
+  // A lock file LMDB has just added gets the data file's mode, as openLmdbStore gives it.
+  if (!hadLock) {
+    try {
+      chmodSync(lockFile, 0o600);
+    } catch {
+      // Not created after all, or not ours: left as it is.
+    }
+  }
   return new LmdbStore(db, path, true);
 }
 
