@@ -85,7 +85,7 @@ serve.`,
 
 Writes a consistent copy of the data (tokenmint.mdb) to FILE, a new file (mode 0600); an existing
 FILE is never overwritten. Safe while the server runs: the copy is one snapshot, and backup
-writes nothing to the data directory and never rotates keys.
+changes nothing in the data and never rotates keys.
 
 The copy holds the signing keys sealed (encrypted) under the master key, not the master key
 itself. Keep the master key separately (TOKENMINT_MASTER_KEY, TOKENMINT_MASTER_KEY_FILE or a
