@@ -50,7 +50,9 @@ async function run(args: ParsedArgs): Promise<number> {
   }
   if (command === undefined || args.switches.has("--help") || command === "help") {
     io.out(HELP[command !== undefined && COMMANDS.has(command) ? command : "main"] as string);
-    return command === undefined && !args.switches.has("--help") ? 2 : 0;
+    if (command !== undefined || args.switches.has("--help")) return 0;
+    io.err("tokenmint: usage error: no command given; see 'tokenmint --help'");
+    return 2;
   }
   if (!COMMANDS.has(command)) throw new UsageError(`unknown command '${command}'; see 'tokenmint --help'`);
   checkArity(args);

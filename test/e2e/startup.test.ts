@@ -213,6 +213,13 @@ describe("help, version and usage errors", () => {
     expect(result.stdout.trim().split("\n")).toHaveLength(1);
   });
 
+  test("no command at all: the help on stdout, one line on stderr, exit 2", async () => {
+    const result = await runTokenmint([], env());
+    expect(result.code).toBe(2);
+    expect(result.stdout).toContain("apikeys create");
+    expect(result.stderrLines).toEqual(["tokenmint: usage error: no command given; see 'tokenmint --help'"]);
+  });
+
   test("an unknown command exits 2 with one line", async () => {
     const dataDir = tempDataDir();
     const result = await runTokenmint(["frobnicate"], processEnv({ TOKENMINT_DATA_DIR: dataDir }));
