@@ -12,6 +12,7 @@ import { directLane } from "./http/direct.ts";
 import { auth, isManagementPath, type Principals } from "./http/plugins/auth.ts";
 import { bodyParser } from "./http/plugins/body-parser.ts";
 import { errorAnswer, errorHandler } from "./http/plugins/error-handler.ts";
+import { EmptyBody } from "./schemas/common.ts";
 import { logRequest, rawPathOf, requestLog, UNMATCHED_ROUTE } from "./http/plugins/request-log.ts";
 import { hasUsableUrl, type RouteDef, type RouteInput, UNUSABLE_HOST_MESSAGE } from "./http/route.ts";
 import { healthRoutes } from "./http/routes/health.ts";
@@ -86,7 +87,8 @@ export function buildApp(ctx: AppContext, routes: RouteDef[] = routeTable(ctx)) 
         params: route.params,
         // A management route refuses query parameters it does not know, as it refuses unknown body fields.
         query: route.query ?? (isManagementPath(route.path) ? NO_QUERY : undefined),
-        body: route.body,
+        // A write without input (a DELETE) refuses a body with fields, as every route refuses unknown fields.
+        body: route.body ?? (isManagementPath(route.path) && route.method !== "GET" ? EmptyBody : undefined),
         response: route.success.schema ? { [route.success.status]: route.success.schema } : undefined,
       } as never,
     );

@@ -74,6 +74,23 @@ describe("errors", () => {
     expect((await t.api("POST", revokeTokens, {})).status).toBe(200);
   });
 
+  test("every DELETE refuses a body with fields and deletes nothing; none or {} is fine", async () => {
+    const { providerId, clientId } = await createProviderAndClient(t);
+    const { id: secretId } = await createSecret(t, providerId, clientId);
+    const client = `/v1/providers/${providerId}/clients/${clientId}`;
+    const paths = [`${client}/secrets/${secretId}`, `${client}/jwks`, client, `/v1/providers/${providerId}`];
+    for (const path of paths) {
+      for (const body of ['{"force":true}', '{"x":null}', "[]", "1"]) {
+        await expectError(await t.api("DELETE", path, body, { "content-type": "application/json" }), 400, "invalid_request");
+      }
+    }
+    expect((await t.api("GET", `${client}/secrets`)).status).toBe(200);
+    expect(((await (await t.api("GET", `${client}/secrets`)).json()) as { items: unknown[] }).items).toHaveLength(1);
+    expect((await t.api("DELETE", `${client}/secrets/${secretId}`, {})).status).toBe(204);
+    expect((await t.api("DELETE", client)).status).toBe(204);
+    expect((await t.api("DELETE", `/v1/providers/${providerId}`, {})).status).toBe(204);
+  });
+
   test("a UUID in a path is case-insensitive: the uppercase form names the same record", async () => {
     const { providerId, clientId } = await createProviderAndClient(t);
     const upper = (id: string) => id.toUpperCase();
