@@ -30,6 +30,15 @@ import { canonicalParams } from "./core/ids.ts";
 import { AppError } from "./errors.ts";
 import { VERSION } from "./version.ts";
 
+/** A query parameter given twice is ambiguous (which one counts?): refused, naming it. */
+function refuseRepeatedQuery(url: string): void {
+  const seen = new Set<string>();
+  for (const name of new URL(url).searchParams.keys()) {
+    if (seen.has(name)) throw new AppError("invalid_request", `Query parameter '${name}' must be given once.`);
+    seen.add(name);
+  }
+}
+
 /** The query of a management route that takes none: no parameter at all. */
 const NO_QUERY = Type.Object({}, { additionalProperties: false });
 
@@ -74,15 +83,17 @@ export function buildApp(ctx: AppContext, routes: RouteDef[] = routeTable(ctx)) 
     app.route(
       route.method,
       route.path,
-      ((c: { params: Record<string, string>; query: Record<string, string | undefined>; body: unknown; request: Request; set: RouteInput["set"] }) =>
-        route.handler({
+      ((c: { params: Record<string, string>; query: Record<string, string | undefined>; body: unknown; request: Request; set: RouteInput["set"] }) => {
+        if (route.query !== undefined) refuseRepeatedQuery(c.request.url);
+        return route.handler({
           params: canonicalParams(c.params),
           query: c.query,
           body: c.body,
           request: c.request,
           principal: principals.get(c.request) ?? { projectId: "", apiKeyId: "" },
           set: c.set,
-        })) as never,
+        });
+      }) as never,
       {
         params: route.params,
         // A management route refuses query parameters it does not know, as it refuses unknown body fields.

@@ -214,6 +214,8 @@ describe("clients: scoping, paths and queries", () => {
     ["limit=abc", "limit"],
     ["cursor=!!", "cursor"],
     ["colour=red", "colour"],
+    ["limit=1&limit=2", "'limit' must be given once"],
+    ["limit=5&cursor=a&cursor=b", "'cursor' must be given once"],
   ] as const) {
     test(`?${query} → 400 naming '${field}'`, async () => {
       await expectError(await t.api("GET", `/v1/providers/${providerId}/clients?${query}`), 400, "invalid_request", field);
