@@ -1,6 +1,7 @@
 /**
  * What the README says of requests the runtime's HTTP parser refuses before tokenmint sees them:
- * 400 or 431 with an empty body, and the connection closed. Large headers below the limit pass.
+ * 400 or 431 with an empty body, or no answer to a method it does not know, and the connection
+ * closed. Large headers below the limit pass.
  */
 import { afterEach, expect, test } from "bun:test";
 import { connect } from "node:net";
@@ -21,7 +22,7 @@ function exchange(port: number, raw: string): Promise<string> {
   });
 }
 
-test("unreadable requests get 400 or 431 with an empty body from the HTTP parser; 12 KiB of headers pass", async () => {
+test("unreadable requests get 400 or 431 with an empty body from the HTTP parser, an unknown method no answer; 12 KiB of headers pass", async () => {
   const server = await startServer();
   const get = (headers: string) => `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}Connection: close\r\n\r\n`;
   const cases: [string, string][] = [
@@ -30,6 +31,8 @@ test("unreadable requests get 400 or 431 with an empty body from the HTTP parser
     [get(`X-A: ${"a".repeat(9000)}\r\nX-B: ${"b".repeat(9000)}\r\n`), "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n"],
   ];
   for (const [raw, answer] of cases) expect(await exchange(server.port, raw)).toBe(answer);
+  // A method the parser does not know: the connection closes without an answer.
+  expect(await exchange(server.port, "FOO /v1/providers HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")).toBe("");
   const big = await exchange(server.port, get(`X-A: ${"a".repeat(6000)}\r\nX-B: ${"b".repeat(6000)}\r\n`));
   expect(big).toStartWith("HTTP/1.1 200 OK\r\n");
   expect(await server.proc.stop()).toBe(0);

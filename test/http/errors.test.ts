@@ -74,6 +74,13 @@ describe("errors", () => {
     expect((await t.api("POST", revokeTokens, {})).status).toBe(200);
   });
 
+  test("under /v1/ the API key comes first: without one, 401 for any path and method; with one, 404 and 405", async () => {
+    for (const [method, path, withKey] of [["POST", "/v1/nonexistent", 404], ["PUT", "/v1/providers", 405], ["GET", "/v1/providers", 200]] as const) {
+      expect({ method, path, status: (await t.request(method, path)).status }).toEqual({ method, path, status: 401 });
+      expect({ method, path, status: (await t.api(method, path)).status }).toEqual({ method, path, status: withKey });
+    }
+  });
+
   test("every DELETE refuses a body with fields and deletes nothing; none or {} is fine", async () => {
     const { providerId, clientId } = await createProviderAndClient(t);
     const { id: secretId } = await createSecret(t, providerId, clientId);
