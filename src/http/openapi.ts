@@ -57,14 +57,18 @@ function parameters(route: RouteDef): unknown[] {
 /** Builds the document for `routes`. */
 export function openApiDocument(routes: readonly RouteDef[], version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
-  const universal = [401, 405, 500, 503];
+  // Any request may get these: a Host that makes no URL, a wrong method, a fault, shutting down.
+  const universal = [400, 405, 500, 503];
   for (const route of routes) {
     const path = route.path.replace(/:(\w+)/g, "{$1}");
     const responses: Record<string, unknown> = {
       [route.success.status]: { description: route.success.description, ...(route.success.schema ? { content: json(route.success.schema) } : {}) },
     };
+    for (const [status, description] of Object.entries(route.alsoAnswers ?? {})) responses[status] = { description };
     const oauth = isOAuthPath(route.path);
-    for (const status of [...route.errors, ...(route.auth ? universal : [500])].sort()) responses[status] = errorResponse(status, oauth);
+    // Under /v1/: the API key (401), and for a write its JSON body (413, 415), whatever the route.
+    const managed = route.auth ? [401, ...(route.method === "GET" ? [] : [413, 415])] : [];
+    for (const status of [...new Set([...route.errors, ...universal, ...managed])].sort()) responses[status] = errorResponse(status, oauth);
     (paths[path] ??= {})[route.method.toLowerCase()] = {
       summary: route.summary,
       tags: [route.tag],

@@ -35,6 +35,8 @@ export interface RouteDef {
   success: { status: number; schema?: TSchema; description: string };
   /** Error codes this route can answer besides the universal ones. */
   errors: number[];
+  /** Other answers than the success and the errors, by status, with their description (a 304). */
+  alsoAnswers?: Readonly<Record<number, string>>;
   /**
    * Answered by the direct lane (http/direct.ts) when all goes well: the routes asked most. Such a
    * route has no query schema and answers a Response or a JSON object.

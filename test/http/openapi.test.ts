@@ -56,6 +56,19 @@ describe("OpenAPI document", () => {
     expect(documented.length).toBe(routes.length);
   });
 
+  test("every operation lists the answers any request may get; writes under /v1/ their body errors; the JWKS its 304", () => {
+    for (const route of routeTable(t.ctx)) {
+      const path = route.path.replace(/:(\w+)/g, "{$1}");
+      const statuses = Object.keys(doc.paths[path]?.[route.method.toLowerCase()]?.responses ?? {});
+      // A Host that makes no URL (400), a wrong method (405), a fault (500), shutting down (503).
+      const expected = ["400", "405", "500", "503"];
+      if (route.auth) expected.push("401");
+      if (route.auth && route.method !== "GET") expected.push("413", "415");
+      expect({ route: `${route.method} ${path}`, missing: expected.filter((s) => !statuses.includes(s)) }).toEqual({ route: `${route.method} ${path}`, missing: [] });
+    }
+    for (const path of ["/.well-known/jwks", "/.well-known/jwks.json"]) expect(doc.paths[path]?.get?.responses["304"]?.description).toContain("If-None-Match");
+  });
+
   test("every error response refers to the Error schema, under /oauth/ to the OAuthError schema", () => {
     expect(doc.components.schemas.OAuthError?.required?.sort()).toEqual(["error", "error_description"]);
     for (const [path, ops] of Object.entries(doc.paths)) {

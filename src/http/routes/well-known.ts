@@ -86,6 +86,7 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     direct: true,
     success: { status: 200, description: "`{keys: [...]}` with public members only; supports If-None-Match." },
     errors: [],
+    alsoAnswers: { 304: "Not modified: the If-None-Match matched the current ETag; no body." },
     handler: ({ request }) => jwks(request),
   });
 
