@@ -266,7 +266,8 @@ describe(`serve with ${WORKERS} workers`, () => {
     expect(server.proc.logs().filter((line) => line.msg === "signing key rotated")).toHaveLength(0);
   }, 30_000);
 
-  test("the metrics listener counts the requests of every worker, also across a worker's restart", async () => {
+  /** An instance with 2 workers and a metrics listener, after BATCH tokens that both workers answered. */
+  async function tokensFromBothWorkers() {
     const instance = await startInstance({}, true);
     const { server, apiKey } = instance;
     const { tokenPath } = await providerAndClient(instance);
@@ -277,6 +278,12 @@ describe(`serve with ${WORKERS} workers`, () => {
       return seen.length >= BATCH ? seen : undefined;
     });
     expect(new Set(workers).size).toBe(2);
+    return instance;
+  }
+
+  test("the metrics listener counts the requests of every worker, also across a worker's restart", async () => {
+    const instance = await tokensFromBothWorkers();
+    const { server } = instance;
     const scrape = async () => (await fetch(`${instance.metricsUrl}/metrics`)).text();
     const issued = (text: string) => Number(/^tokenmint_tokens_issued_total\{alg="ES256"\} (\d+)$/m.exec(text)?.[1] ?? "0");
     const before = await scrape();
@@ -295,16 +302,8 @@ describe(`serve with ${WORKERS} workers`, () => {
   }, 30_000);
 
   test("what a killed worker counted since the last scrape stays in the totals", async () => {
-    const instance = await startInstance({}, true);
-    const { server, apiKey } = instance;
-    const { tokenPath } = await providerAndClient(instance);
-    const from = server.proc.stdout.length;
-    for (let i = 0; i < BATCH; i++) expect((await fresh(server, tokenPath, { method: "POST", apiKey })).status).toBe(201);
-    const workers = await waitFor("the request log", () => {
-      const seen = answeringWorkers(server, from, TOKENS);
-      return seen.length >= BATCH ? seen : undefined;
-    });
-    expect(new Set(workers).size).toBe(2);
+    const instance = await tokensFromBothWorkers();
+    const { server } = instance;
     // No scrape in between: a worker reports its counts to the primary by itself, every second.
     await Bun.sleep(METRICS_REPORT_MS * 2);
     const victim = instance.pids.get(1) as number;
