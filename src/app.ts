@@ -12,7 +12,6 @@ import { directLane } from "./http/direct.ts";
 import { auth, isManagementPath, type Principals } from "./http/plugins/auth.ts";
 import { bodyParser } from "./http/plugins/body-parser.ts";
 import { errorAnswer, errorHandler } from "./http/plugins/error-handler.ts";
-import { EmptyBody } from "./schemas/common.ts";
 import { logRequest, rawPathOf, requestLog, UNMATCHED_ROUTE } from "./http/plugins/request-log.ts";
 import { hasUsableUrl, type RouteDef, type RouteInput, UNUSABLE_HOST_MESSAGE } from "./http/route.ts";
 import { healthRoutes } from "./http/routes/health.ts";
@@ -27,6 +26,7 @@ import { tokenRoutes } from "./http/routes/v1/tokens.ts";
 import { wellKnownRoutes } from "./http/routes/well-known.ts";
 import { answerAtEndOfTurn, releaseAtEndOfTurn } from "./runtime/end-of-turn.ts";
 import { canonicalParams } from "./core/ids.ts";
+import { EmptyBody } from "./schemas/common.ts";
 import { AppError } from "./errors.ts";
 import { VERSION } from "./version.ts";
 

@@ -39,6 +39,15 @@ async function checkFormat(store: Store, dataDir: string): Promise<void> {
   }
 }
 
+/**
+ * Refuses (StartupError) data holding projects besides the default one when `instance` gives them
+ * no hosts: the base domain is an IP address (core/projects.ts). Shared with `check`.
+ */
+export async function checkProjectHosts(store: Store, instance: InstanceSettings, dataDir: string): Promise<void> {
+  const hosts = projectHostsProblem(instance);
+  if (hosts !== undefined && (await store.listProjects()).length > 1) throw new StartupError(`cannot serve the projects in ${dataDir}: ${hosts}`);
+}
+
 async function unlockMasterKey(store: Store, config: Config, logger: Logger): Promise<CryptoKey> {
   const existingCheck = await store.getMeta<string>("masterKeyCheck");
   const source = resolveMasterKey(config, existingCheck !== undefined);
@@ -99,8 +108,7 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
     const maintain = options.maintainKeys !== false;
     const served = maintain ? undefined : await servedSettings(store);
     const instance: InstanceSettings = served ?? config;
-    const hosts = projectHostsProblem(instance);
-    if (hosts !== undefined && (await store.listProjects()).length > 1) throw new StartupError(`cannot serve the projects in ${config.dataDir}: ${hosts}`);
+    await checkProjectHosts(store, instance, config.dataDir);
     const signers = new SignerFactory({ mode: config.signer, logger });
     if (options.announceSigners !== false) logger.info("signers", planFields(await signers.plan()));
     // A new project's hosts are served once its key ring is loaded: the directory learns of it

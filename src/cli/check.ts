@@ -10,7 +10,7 @@ import { statSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import type { Clock } from "../context.ts";
-import { projectHostsProblem, resolveProject, servedSettings, type ResolvedProject } from "../core/projects.ts";
+import { resolveProject, servedSettings, type ResolvedProject } from "../core/projects.ts";
 import { AppError } from "../errors.ts";
 import { logFileProblem } from "../logging/file-sink.ts";
 import { logFileError } from "../logging/logger.ts";
@@ -19,7 +19,7 @@ import { keyViews } from "../keys/key-service.ts";
 import { jwksMaxAge, keysByState, scheduledRotationAt } from "../keys/lifecycle.ts";
 import { MasterKeyError, resolveMasterKey } from "../keys/master-key.ts";
 import { importMasterKey, privateKeyAad, unseal, verifyMasterKeyCheck } from "../keys/sealing.ts";
-import { DATA_FORMAT, StartupError } from "../startup.ts";
+import { checkProjectHosts, DATA_FORMAT, StartupError } from "../startup.ts";
 import { LMDB_FILE, openLmdbFileReadOnly, type LmdbStore } from "../store/lmdb/lmdb-store.ts";
 import type { KeySetRecord, Store } from "../store/store.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
@@ -98,10 +98,8 @@ export async function checkCommand(config: Config, args: ParsedArgs, io: Output,
   let report: DataReport;
   try {
     report = await inspectData(store, config, dataDir);
-    // As at the start of a server with these settings (startup.ts): projects need a base domain
-    // their hosts can be under.
-    const hosts = projectHostsProblem(config);
-    if (hosts !== undefined && (await store.listProjects()).length > 1) throw new StartupError(`cannot serve the projects in ${dataDir}: ${hosts}`);
+    // As at the start of a server with these settings: projects need a base domain for their hosts.
+    await checkProjectHosts(store, config, dataDir);
   } finally {
     await store.close();
   }

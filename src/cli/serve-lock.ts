@@ -1,8 +1,9 @@
 /**
  * @module cli/serve-lock
  * One `serve` per data directory: the server writes `<data-dir>/serve.pid` while it runs, from
- * before it opens the data. A second `serve` and `restore` refuse while that process is alive; a file left by a killed server is
- * recognized as stale (its pid is gone, or is no longer a tokenmint server) and replaced.
+ * before it opens the data. A second `serve` and `restore` refuse while that process is alive; a
+ * file left by a killed server is recognized as stale (its pid is gone, or is no longer a
+ * tokenmint server) and replaced.
  */
 import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

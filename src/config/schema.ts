@@ -71,10 +71,12 @@ export function isHostName(value: string): boolean {
 }
 
 /**
- * Whether a host name (with an optional port) is a DNS name, under which `<slug>.<name>` is a
- * host too: its last label is not a number (URL parsers read such a host as an IPv4 address).
+ * Whether a host (with an optional port) is a DNS name, under which `<slug>.<name>` is a host
+ * too: not a bracketed IPv6 address, and its last label is not a number (URL parsers read such a
+ * host as an IPv4 address).
  */
 export function isDnsName(host: string): boolean {
+  if (host.startsWith("[")) return false;
   const name = host.replace(/:\d+$/, "");
   return !/^(?:\d+|0x[0-9a-f]*)$/i.test(name.slice(name.lastIndexOf(".") + 1));
 }

@@ -90,8 +90,7 @@ export interface DailyFileSinkOptions {
 
 const reportToStderr = (message: string, lines: string) => process.stderr.write(`tokenmint: ${message}\n${lines}`);
 
-const namesDirectory = (logFile: string) =>
-  statSync(logFile, { throwIfNoEntry: false })?.isDirectory() === true ? `${logFile} is a directory; name a file in it, like ${join(logFile, "tokenmint.log")}` : undefined;
+const namesDirectoryMessage = (logFile: string) => `${logFile} is a directory; name a file in it, like ${join(logFile, "tokenmint.log")}`;
 
 /**
  * Why the daily files of `logFile` could not be opened, found without creating anything (for
@@ -108,7 +107,7 @@ export function logFileProblem(logFile: string, now: number): string | undefined
       throw error;
     }
   };
-  if (stat(logFile)?.isDirectory() === true) return namesDirectory(logFile);
+  if (stat(logFile)?.isDirectory() === true) return namesDirectoryMessage(logFile);
   const path = dailyLogPath(logFile);
   let dir = path.dir;
   let existing = stat(dir);
@@ -135,8 +134,7 @@ export function logFileProblem(logFile: string, now: number): string | undefined
 export function openDailyFileSink(logFile: string, options: DailyFileSinkOptions): LogSink {
   const path = dailyLogPath(logFile);
   const onError = options.onError ?? reportToStderr;
-  const named = namesDirectory(logFile);
-  if (named !== undefined) throw new Error(named);
+  if (statSync(logFile, { throwIfNoEntry: false })?.isDirectory() === true) throw new Error(namesDirectoryMessage(logFile));
   ensureLogDirectory(path.dir);
   let name = dailyLogFileName(path, options.now);
   let fd: number | undefined = openForAppend(join(path.dir, name));

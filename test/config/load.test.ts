@@ -4,7 +4,7 @@ import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { configurationMarkdown } from "../../src/config/docs.ts";
 import { ConfigError, loadConfig } from "../../src/config/load.ts";
-import { SETTINGS } from "../../src/config/schema.ts";
+import { isDnsName, SETTINGS } from "../../src/config/schema.ts";
 
 const problemsOf = (env: Record<string, string>, flags: Record<string, string> = {}) => {
   try {
@@ -65,6 +65,8 @@ describe("loadConfig", () => {
   test("TOKENMINT_BASE_DOMAIN is a DNS name with an optional port, never an IP address", () => {
     expect(loadConfig({ TOKENMINT_BASE_DOMAIN: "Tm.Example.com:8443" }).baseDomain).toBe("tm.example.com:8443");
     expect(loadConfig({ TOKENMINT_BASE_DOMAIN: "internal" }).baseDomain).toBe("internal");
+    // The default, the public URL's host, may be an IP address: projects then cannot be created (core/projects.ts).
+    expect(["http://10.0.0.5:8080", "http://[::1]:8080", "https://auth.example.com"].map((url) => isDnsName(loadConfig({ TOKENMINT_PUBLIC_URL: url }).baseDomain))).toEqual([false, false, true]);
     for (const bad of ["10.0.0.5", "10.0.0.5:8080", "tm.123", "0x7f.1", "[::1]", "a b", "tm.example.com:0"]) {
       expect({ bad, problems: problemsOf({ TOKENMINT_BASE_DOMAIN: bad }) }).toEqual({ bad, problems: [expect.stringContaining("TOKENMINT_BASE_DOMAIN")] });
     }
