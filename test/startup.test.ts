@@ -14,26 +14,36 @@ import { AppError } from "../src/errors.ts";
 import { MAX_JWKS_MAX_AGE_S } from "../src/keys/lifecycle.ts";
 import { FakeClock, tempDir } from "./helpers/app.ts";
 
+/** Runs `body` with a fresh temp directory, removed afterwards whatever happens. */
+async function inTempDir(body: (dir: { path: string }) => Promise<void>): Promise<void> {
+  const dir = tempDir();
+  try {
+    await body(dir);
+  } finally {
+    dir.remove();
+  }
+}
+
+/** Settings for a process on `dir` with `masterKey`, ES256, and `overrides`. */
+const settingsIn = (dir: string, masterKey: string) => (overrides: Record<string, string> = {}) =>
+  loadConfig({ TOKENMINT_DATA_DIR: dir, TOKENMINT_MASTER_KEY: masterKey, TOKENMINT_SIGNING_ALG: "ES256", ...overrides });
+
 const sha256 = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 
 describe("openContext", () => {
   test("creates the default project, its keys and the format marker on first start", async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const config = loadConfig({ TOKENMINT_DATA_DIR: dir.path, TOKENMINT_MASTER_KEY: generateMasterKeyText(), TOKENMINT_SIGNING_ALG: "ES256" });
       const ctx = await openContext(config, silentLogger, systemClock);
       expect(await ctx.store.getMeta<number>("format")).toBe(DATA_FORMAT);
       expect(await ctx.store.getProject(ctx.projectId)).toMatchObject({ id: ctx.projectId, name: "default" });
       expect((await ctx.keys.list(ctx.projectId)).map((k) => k.state)).toEqual(["current", "next"]);
       await ctx.store.close();
-    } finally {
-      dir.remove();
-    }
+    });
   });
 
   test("refuses data of another major format and leaves it untouched", async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const masterKey = generateMasterKeyText();
       const config = loadConfig({ TOKENMINT_DATA_DIR: dir.path, TOKENMINT_MASTER_KEY: masterKey, TOKENMINT_SIGNING_ALG: "ES256" });
       const ctx = await openContext(config, silentLogger, systemClock);
@@ -51,19 +61,15 @@ describe("openContext", () => {
       expect(refusal).toBeInstanceOf(StartupError);
       expect((refusal as Error).message).toBe(`the data in ${dir.path} has format ${DATA_FORMAT + 1}; this build reads format ${DATA_FORMAT}`);
       expect(sha256(join(dir.path, LMDB_FILE))).toBe(before);
-    } finally {
-      dir.remove();
-    }
+    });
   });
 });
 
 describe("projects at <slug>.<base domain>", () => {
   test("cannot be created while the base domain is an IP address (the public URL's host), and data holding them does not start there", async () => {
-    const dir = tempDir();
-    try {
-      const masterKey = generateMasterKeyText();
+    await inTempDir(async (dir) => {
       const clock = new FakeClock();
-      const settings = (env: Record<string, string>) => loadConfig({ TOKENMINT_DATA_DIR: dir.path, TOKENMINT_MASTER_KEY: masterKey, TOKENMINT_SIGNING_ALG: "ES256", ...env });
+      const settings = settingsIn(dir.path, generateMasterKeyText());
       const byIp = await openContext(settings({ TOKENMINT_PUBLIC_URL: "http://10.0.0.5:8080" }), silentLogger, clock);
       const refused = await createProject(byIp.store, { slug: "acme", name: "Acme" }, byIp.instance, clock.now()).then(() => undefined, (error: unknown) => error);
       expect(refused).toBeInstanceOf(AppError);
@@ -79,19 +85,13 @@ describe("projects at <slug>.<base domain>", () => {
       const ctx = await openContext(settings({ TOKENMINT_PUBLIC_URL: "http://10.0.0.5:8080", TOKENMINT_BASE_DOMAIN: "tm.example.test" }), silentLogger, clock);
       expect(ctx.projects.get(acme.id).url).toBe("http://acme.tm.example.test");
       await ctx.store.close();
-    } finally {
-      dir.remove();
-    }
+    });
   });
 });
 
 describe("a CLI command resolves projects as the server does", () => {
-  const settingsIn = (dir: string, masterKey: string) => (overrides: Record<string, string>) =>
-    loadConfig({ TOKENMINT_DATA_DIR: dir, TOKENMINT_MASTER_KEY: masterKey, TOKENMINT_SIGNING_ALG: "ES256", ...overrides });
-
   test("with the instance settings of the last server to start on the data, not its own", async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const clock = new FakeClock();
       const settings = settingsIn(dir.path, generateMasterKeyText());
       const serverSettings = { TOKENMINT_PUBLIC_URL: "https://auth.example.com", TOKENMINT_KEY_ROTATION_PERIOD: "86400" };
@@ -129,14 +129,11 @@ describe("a CLI command resolves projects as the server does", () => {
       } finally {
         await cli.store.close();
       }
-    } finally {
-      dir.remove();
-    }
+    });
   });
 
   test("a server records its settings again only when they changed", async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const clock = new FakeClock();
       const settings = settingsIn(dir.path, generateMasterKeyText());
       const open = async (overrides: Record<string, string>, options = {}) => {
@@ -151,14 +148,11 @@ describe("a CLI command resolves projects as the server does", () => {
       // Other settings: a CLI command sees them from then on.
       await open({ TOKENMINT_KEY_ROTATION_PERIOD: "7200", TOKENMINT_SIGNING_ALG: "EdDSA" });
       expect((await open({}, { maintainKeys: false })).instance).toMatchObject({ keyRotationPeriod: 7200, signingAlg: "EdDSA" });
-    } finally {
-      dir.remove();
-    }
+    });
   });
 
   test("on data no server has started on yet, a manual rotation waits the longest JWKS max-age where the period comes from the instance", async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const clock = new FakeClock();
       const settings = settingsIn(dir.path, generateMasterKeyText());
       // A CLI command creates the data; project acme sets 120 s itself (max-age 60 s).
@@ -191,8 +185,6 @@ describe("a CLI command resolves projects as the server does", () => {
       } finally {
         await cli.store.close();
       }
-    } finally {
-      dir.remove();
-    }
+    });
   });
 });
