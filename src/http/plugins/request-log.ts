@@ -11,9 +11,11 @@ import type { Logger } from "../../logging/logger.ts";
 import { methodLabel, type ServiceMetrics } from "../../metrics/service-metrics.ts";
 import { matchPath, type RouteDef } from "../route.ts";
 
-/** Paths that are never logged (CONTRACT §4, §5), with or without a trailing slash (the router takes both). */
-export const isUnloggedPath = (pathname: string) =>
-  pathname.startsWith("/.well-known/") || pathname === "/healthz" || pathname === "/readyz" || pathname === "/healthz/" || pathname === "/readyz/";
+/** The health paths, never logged (with or without a trailing slash: the router takes both). */
+const HEALTH_PATHS = new Set(["/healthz", "/readyz", "/healthz/", "/readyz/"]);
+
+/** Paths that are never logged (CONTRACT §4, §5): discovery and health. */
+export const isUnloggedPath = (pathname: string) => pathname.startsWith("/.well-known/") || HEALTH_PATHS.has(pathname);
 
 /**
  * The path of a request target that makes no URL (a bad Host): only to tell whether it is one
