@@ -61,7 +61,8 @@ async function supervise(config: Config, logger: Logger, clock: Clock, store: st
   const stopping = stopSignal();
   const { host, port, metricsHost, metricsPort, logFile, logRetentionDays, workers } = config;
   // Workers bind with SO_REUSEPORT, which would share the port with another such listener rather
-  // than fail: a plain bind first reports a port that anyone holds.
+  // than fail: a plain bind first reports a port that anyone holds. checkListeners did one before
+  // the data was opened; this one, right before the workers start, closes the window start-up left.
   await listen("api", host, port, { fetch: () => new Response(null, { status: 503 }), development: false }).stop(true);
   const pool = new WorkerPool(workers, logger);
   const own = createServiceMetrics({ ...processSources(), keyStatus: () => undefined, now: () => clock.now() });
