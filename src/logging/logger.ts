@@ -3,11 +3,13 @@
  * A small JSON-lines logger: one object per line on stdout (journald keeps it), a constant
  * message and structured fields. Callers pass only system facts; fields whose names suggest
  * secrets are dropped centrally, so a mistake cannot print a token or key.
- * `serve` with TOKENMINT_LOG_FILE writes the same lines to daily files instead (file-sink.ts).
+ * `serve` writes them once per event-loop turn (stream-sink.ts), or with TOKENMINT_LOG_FILE to
+ * daily files instead (file-sink.ts).
  */
 import type { Config, LogLevel } from "../config/schema.ts";
 import { ConfigError } from "../config/load.ts";
 import { openDailyFileSink, type LogSink } from "./file-sink.ts";
+import { openStreamSink } from "./stream-sink.ts";
 
 export type LogFields = Record<string, string | number | boolean | undefined>;
 
@@ -49,18 +51,27 @@ export function createLogger(
 export const logFileError = (logFile: string, reason: string) => new ConfigError([`TOKENMINT_LOG_FILE: cannot write log files beside ${logFile}: ${reason}`]);
 
 /**
- * The logger of `serve`: stdout, or the daily files of TOKENMINT_LOG_FILE when set. Throws when
- * the log directory or today's file cannot be created (a ConfigError naming the setting).
+ * The logger of `serve`: stdout, or the daily files of TOKENMINT_LOG_FILE when set. Both hold
+ * lines to the end of the event-loop turn, but write warnings and errors at once, with the lines
+ * before them. Throws when the log directory or today's file cannot be created (a ConfigError
+ * naming the setting).
  */
 export function createServiceLogger(config: Pick<Config, "logLevel" | "logFile">, now: () => number = Date.now): Logger {
-  if (config.logFile === undefined) return createLogger(config.logLevel, undefined, now);
   let sink: LogSink;
-  try {
-    sink = openDailyFileSink(config.logFile, { now: now() });
-  } catch (error) {
-    throw logFileError(config.logFile, (error as Error).message);
+  if (config.logFile === undefined) sink = openStreamSink();
+  else {
+    try {
+      sink = openDailyFileSink(config.logFile, { now: now() });
+    } catch (error) {
+      throw logFileError(config.logFile, (error as Error).message);
+    }
   }
-  return { ...createLogger(config.logLevel, sink.write, now), flush: sink.flush };
+  const logger = createLogger(config.logLevel, sink.write, now);
+  const atOnce = (emit: Logger["warn"]) => (msg: string, fields?: LogFields) => {
+    emit(msg, fields);
+    sink.flush();
+  };
+  return { ...logger, warn: atOnce(logger.warn), error: atOnce(logger.error), flush: sink.flush };
 }
 
 /** A logger that adds `fields` to every line of `logger` (a worker's lines name the worker). */

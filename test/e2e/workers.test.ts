@@ -125,6 +125,26 @@ describe(`serve with ${WORKERS} workers`, () => {
     expect(await server.proc.stop()).toBe(0);
   }, 30_000);
 
+  test("under load, the workers' log lines on the stdout they share stay whole, one per request", async () => {
+    const instance = await startInstance();
+    const { server, apiKey } = instance;
+    const { tokenPath } = await providerAndClient(instance);
+    const from = server.proc.stdout.length;
+    const requests = 800;
+    // All at once: each worker answers many requests a turn and writes their lines together.
+    const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" };
+    const statuses = await Promise.all(Array.from({ length: requests }, async () => (await fetch(`${server.url}${tokenPath}`, { method: "POST", headers, body: "{}" })).status));
+    expect(new Set(statuses)).toEqual(new Set([201]));
+    // Every stdout line parses as JSON (answeringWorkers throws on one that does not).
+    const workers = await waitFor("a request line per token", () => {
+      const seen = answeringWorkers(server, from, TOKENS);
+      return seen.length >= requests ? seen : undefined;
+    });
+    expect(workers).toHaveLength(requests);
+    expect(new Set(workers)).toEqual(new Set([1, 2]));
+    expect(await server.proc.stop()).toBe(0);
+  }, 30_000);
+
   test("a client created or deleted through one worker is seen by every worker from the next request on", async () => {
     const instance = await startInstance();
     const { server, apiKey } = instance;

@@ -193,8 +193,18 @@ describe("the serve logger", () => {
     expect(readdirSync(join(dir, "tokenmint"))).toEqual([]);
   });
 
-  test("without TOKENMINT_LOG_FILE it needs no flush", () => {
-    expect(createServiceLogger({ logLevel: "info", logFile: undefined }).flush).toBeUndefined();
+  test("warnings and errors reach the file at once, after the lines held before them", () => {
+    const dir = logDir();
+    const clock = new FakeClock(Date.UTC(2026, 0, 5, 8));
+    const logger = createServiceLogger({ logLevel: "info", logFile: join(dir, "svc.log") }, clock.now);
+    const file = join(dir, "svc-2026-01-05.log");
+    logger.info("held");
+    expect(read(file)).toBe("");
+    logger.warn("at once");
+    expect(read(file).split("\n").slice(0, -1).map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(["held", "at once"]);
+    logger.error("also at once");
+    expect(read(file)).toContain('"msg":"also at once"');
+    logger.flush?.();
   });
 });
 
