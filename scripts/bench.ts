@@ -254,9 +254,12 @@ const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIC
 const FORM = "application/x-www-form-urlencoded";
 const GRANT = "grant_type=client_credentials";
 
-/** The environment of a tokenmint process of the bench. */
+/**
+ * The environment of a tokenmint process of the bench: the default log level, so every management
+ * request writes its log line, as it does in service (to /dev/null here).
+ */
 function serverEnv(port: number, alg: Alg): Record<string, string> {
-  return { PATH: process.env.PATH ?? "/usr/bin:/bin", TOKENMINT_PORT: String(port), TOKENMINT_PUBLIC_URL: `http://127.0.0.1:${port}`, TOKENMINT_SIGNING_ALG: alg, TOKENMINT_LOG_LEVEL: "warn" };
+  return { PATH: process.env.PATH ?? "/usr/bin:/bin", TOKENMINT_PORT: String(port), TOKENMINT_PUBLIC_URL: `http://127.0.0.1:${port}`, TOKENMINT_SIGNING_ALG: alg };
 }
 
 /** A data directory with the default project, signing keys and an API key (from the CLI). */
