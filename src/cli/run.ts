@@ -90,7 +90,13 @@ async function run(args: ParsedArgs): Promise<number> {
   }
   // What can be checked without the data is checked before the data directory is opened.
   if (command === "apikeys" && args.words[1] === "create") apiKeyCreateInput(args);
-  if (command === "projects" && args.words[1] === "create") projectCreateInput(args, config, systemClock.now());
+  if (command === "projects" && args.words[1] === "create") {
+    // A custom domain is judged by the settings of the server that runs on the data: on data that
+    // exists, those are read once it is open (projectsCommand checks the whole input again then).
+    const { "--custom-domain": _judgedLater, ...values } = args.values;
+    const onNewData = !dataFileExists(join(config.dataDir, LMDB_FILE));
+    projectCreateInput(onNewData ? args : { ...args, values }, config, systemClock.now());
+  }
   // Only serve and the create commands start a new data directory: a list, revoke or rotate on a
   // mistyped --data-dir must not leave a fresh instance behind.
   if (command !== "serve" && args.words[1] !== "create" && !dataFileExists(join(config.dataDir, LMDB_FILE))) {

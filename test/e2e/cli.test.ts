@@ -268,6 +268,23 @@ describe("projects", () => {
     expect(check.stderrLines).toEqual([expect.stringMatching(/^tokenmint: cannot serve the projects in .*: .*TOKENMINT_BASE_DOMAIN/)]);
   });
 
+  test("create run with other settings than the server's judges a custom domain by the server's", async () => {
+    const server = await startServer();
+    // Here the base domain would be example.test; the server's is localhost.
+    const other = { ...server.env, TOKENMINT_PUBLIC_URL: "http://example.test:8080" };
+    const created = await runTokenmint(["projects", "create", "--slug", "acme", "--custom-domain", "auth.example.test", "--json"], other);
+    expect({ code: created.code, stderr: created.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(JSON.parse(created.stdout)).toMatchObject({ slug: "acme", customDomain: "auth.example.test", issuer: "http://auth.example.test" });
+    const discovery = await fetch(`${server.url}/.well-known/openid-configuration`, { headers: { host: "auth.example.test" } });
+    expect(((await discovery.json()) as { issuer: string }).issuer).toBe("http://auth.example.test");
+
+    const refused = await runTokenmint(["projects", "create", "--slug", "beta", "--custom-domain", "beta.localhost"], other);
+    expect(refused.code).toBe(2);
+    expect(refused.stderrLines).toEqual([expect.stringContaining("--custom-domain must not be the instance's own host or a host under the base domain localhost")]);
+    const listed = JSON.parse((await runTokenmint(["projects", "list", "--json"], server.env)).stdout) as { items: { slug: string }[] };
+    expect(listed.items.map((p) => p.slug).sort()).toEqual(["acme", "default"]);
+  });
+
   test("create and list; the running server serves the new project at its host from its next request on; --project scopes apikeys and keys", async () => {
     const server = await startServer();
     const host = `acme.localhost:${server.port}`;
