@@ -2,7 +2,7 @@
  * @module logging/stream-sink
  * Standard output for `serve` (journald keeps it). Lines are held until the event-loop turn ends
  * and then written together, so a request's log line costs no system call of its own: one
- * `write` per line cost 2.5–3.5 µs to /dev/null and up to 8 µs to a pipe, against about 1 µs
+ * `write` per line cost 2.5–3.5 µs to /dev/null and 3–7.5 µs to a pipe, against about 1 µs
  * for building the line.
  *
  * The workers write to the primary's standard output, and a pipe keeps a write whole only up to
