@@ -186,6 +186,38 @@ describe("direct lane", () => {
     expect({ status: conditional.status, viaApp: conditional.viaApp }).toEqual({ status: 304, viaApp: false });
   });
 
+  test("the health checks are answered by the lane, so a process just started answers them without compiling the app's pipeline", async () => {
+    const fresh = await buildTestApp();
+    try {
+      const freshLane = directLane(fresh.ctx, routeTable(fresh.ctx), {
+        handle: () => {
+          throw new Error("the app was asked");
+        },
+      });
+      for (const path of ["/healthz", "/readyz"]) {
+        const answer = freshLane(new Request(`http://localhost${path}`));
+        expect({ path, lane: answer !== undefined }).toEqual({ path, lane: true });
+        expect(await (await (answer as Promise<Response> | Response)).json()).toEqual({ status: path === "/healthz" ? "ok" : "ready" });
+      }
+    } finally {
+      await fresh.close();
+    }
+    for (const path of ["/healthz", "/readyz"]) {
+      const res = await both({ method: "GET", path });
+      expect({ path, status: res.status, viaApp: res.viaApp }).toEqual({ path, status: 200, viaApp: false });
+    }
+    // Any other spelling is the app's, as for every direct route.
+    expect((await both({ method: "GET", path: "/readyz/" })).viaApp).toBe(true);
+    t.ctx.draining = true;
+    try {
+      expect(lane(request({ method: "GET", path: "/readyz" }))).toBeUndefined();
+      const res = await t.fetch(request({ method: "GET", path: "/readyz" }));
+      expect({ status: res.status, body: await res.json() }).toEqual({ status: 503, body: { code: "unavailable", message: expect.stringContaining("shutting down") } });
+    } finally {
+      t.ctx.draining = false;
+    }
+  });
+
   test("while the process drains, the app answers (503)", async () => {
     t.ctx.draining = true;
     try {

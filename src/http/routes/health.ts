@@ -1,14 +1,16 @@
 /**
  * @module http/routes/health
  * Liveness (`/healthz`: the process answers) and readiness (`/readyz`: the store answers and the
- * signing keys are loaded). Neither is logged nor authenticated.
+ * signing keys are loaded). Neither is logged nor authenticated. Both are answered by the direct
+ * lane (http/direct.ts): a process that has just started answers them, as it answers tokens,
+ * without waiting for the first request through the app to compile its pipeline.
  */
 import type { AppContext } from "../../context.ts";
 import { AppError } from "../../errors.ts";
 import type { RouteDef } from "../route.ts";
 
 export function healthRoutes(ctx: AppContext): RouteDef[] {
-  const base = { method: "GET" as const, tag: "health", auth: false, errors: [] };
+  const base = { method: "GET" as const, tag: "health", auth: false, errors: [], direct: true };
   return [
     { ...base, path: "/healthz", summary: "Liveness", success: { status: 200, description: "The process is up." }, handler: () => ({ status: "ok" }) },
     {
