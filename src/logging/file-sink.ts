@@ -4,21 +4,15 @@
  * `/dir/name-YYYY-MM-DD.log`, the UTC date of the line, so the file switches at midnight UTC.
  * Files are created with mode 0640, the directory (if missing) with 0750.
  *
- * Lines are buffered and appended in one write per event-loop turn (or sooner past 64 KiB), so
- * logging never waits for the disk per line. `flush` writes the buffer synchronously; the sink
- * also flushes on the process's `exit` event, and `serve` flushes at shutdown.
+ * Lines are held and appended together once per event-loop turn (stream-sink.ts), so logging
+ * never waits for the disk per line. `flush` writes them synchronously; the sink also flushes on
+ * the process's `exit` event, and `serve` flushes at shutdown.
  */
 import { accessSync, chmodSync, closeSync, constants, existsSync, fchmodSync, mkdirSync, openSync, statSync, writeSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
+import { openStreamSink, type LogSink } from "./stream-sink.ts";
 
-/** Where lines go: the logger calls `write` with each line and its time (epoch ms). */
-export interface LogSink {
-  write(line: string, time: number): void;
-  /** Writes everything buffered now. */
-  flush(): void;
-  /** Flushes, closes the file and detaches from the process. */
-  close(): void;
-}
+export type { LogSink };
 
 /** The parts of a TOKENMINT_LOG_FILE path: `/dir/name.log` → dir `/dir`, stem `name`, ext `.log`. */
 export interface DailyLogPath {
@@ -28,8 +22,6 @@ export interface DailyLogPath {
 }
 
 const DAY_MS = 86_400_000;
-/** Buffered bytes (roughly) that trigger an immediate write. */
-const FLUSH_AT_CHARS = 64 * 1024;
 export const LOG_FILE_MODE = 0o640;
 export const LOG_DIR_MODE = 0o750;
 
@@ -138,9 +130,6 @@ export function openDailyFileSink(logFile: string, options: DailyFileSinkOptions
   ensureLogDirectory(path.dir);
   let name = dailyLogFileName(path, options.now);
   let fd: number | undefined = openForAppend(join(path.dir, name));
-  let buffer: string[] = [];
-  let buffered = 0;
-  let scheduled: ReturnType<typeof setImmediate> | undefined;
 
   const closeQuietly = () => {
     if (fd === undefined) return;
@@ -151,13 +140,7 @@ export function openDailyFileSink(logFile: string, options: DailyFileSinkOptions
     }
     fd = undefined;
   };
-  const flush = () => {
-    if (scheduled !== undefined) clearImmediate(scheduled);
-    scheduled = undefined;
-    if (buffer.length === 0) return;
-    const text = buffer.join("");
-    buffer = [];
-    buffered = 0;
+  const append = (text: string) => {
     try {
       if (fd === undefined) {
         ensureLogDirectory(path.dir);
@@ -172,27 +155,22 @@ export function openDailyFileSink(logFile: string, options: DailyFileSinkOptions
       onError(`cannot write the log file ${join(path.dir, name)}: ${(error as Error).message}`, text);
     }
   };
-  const onExit = () => flush();
-  process.on("exit", onExit);
+  const lines = openStreamSink(append);
 
   return {
     write(line, time) {
       const lineName = dailyLogFileName(path, time);
       if (lineName !== name) {
-        flush();
+        lines.flush();
         closeQuietly();
         name = lineName;
       }
-      buffer.push(line);
-      buffered += line.length;
-      if (buffered >= FLUSH_AT_CHARS) flush();
-      else scheduled ??= setImmediate(flush);
+      lines.write(line, time);
     },
-    flush,
+    flush: lines.flush,
     close() {
-      flush();
+      lines.close();
       closeQuietly();
-      process.off("exit", onExit);
     },
   };
 }

@@ -1,16 +1,25 @@
 /**
  * @module logging/stream-sink
- * Standard output for `serve` (journald keeps it). Lines are held until the event-loop turn ends
- * and then written together, so a request's log line costs no system call of its own: one
- * `write` per line cost 2.5–3.5 µs to /dev/null and 3–7.5 µs to a pipe, against about 1 µs
- * for building the line.
+ * How `serve` writes its log: lines are held until the event-loop turn ends and then written
+ * together, so a request's log line costs no system call of its own (one `write` per line cost
+ * 2.5–3.5 µs to /dev/null and 3–7.5 µs to a pipe, against about 1 µs for building the line).
+ * Standard output (journald keeps it) by default; the daily files of file-sink.ts write through
+ * it too.
  *
  * The workers write to the primary's standard output, and a pipe keeps a write whole only up to
  * PIPE_BUF (4096 bytes): a longer one may be interleaved with another process's. So a turn's lines
  * go out in pieces of at most PIPE_BUF bytes, each a run of whole lines; a single line longer
- * than that is written alone, as every line was before.
+ * than that is written alone.
  */
-import type { LogSink } from "./file-sink.ts";
+
+/** Where lines go: the logger calls `write` with each line and its time (epoch ms). */
+export interface LogSink {
+  write(line: string, time: number): void;
+  /** Writes everything held now. */
+  flush(): void;
+  /** Flushes, closes what it writes to and detaches from the process. */
+  close(): void;
+}
 
 /** The most bytes a pipe writes without interleaving another writer's (Linux). */
 export const PIPE_BUF = 4096;
