@@ -8,8 +8,8 @@
  */
 import type { Config, LogLevel } from "../config/schema.ts";
 import { ConfigError } from "../config/load.ts";
-import { openDailyFileSink, type LogSink } from "./file-sink.ts";
-import { openStreamSink } from "./stream-sink.ts";
+import { openDailyFileSink } from "./file-sink.ts";
+import { openStreamSink, type LogSink } from "./stream-sink.ts";
 
 export type LogFields = Record<string, string | number | boolean | undefined>;
 
