@@ -25,7 +25,7 @@ import { mergeExpositions } from "../metrics/merge.ts";
 import { createServiceMetrics, instanceMergeRule, processSources } from "../metrics/service-metrics.ts";
 import { openContext, StartupError } from "../startup.ts";
 import { COMMIT, VERSION } from "../version.ts";
-import { DRAIN_TIMEOUT_MS, listen, stopSignal } from "./serve.ts";
+import { DRAIN_TIMEOUT_MS, listen, probeListener, stopSignal } from "./serve.ts";
 import { isWorkerMessage, selfCommand, WORKER_ENV } from "./worker-ipc.ts";
 
 /** Restart delay after the first crash; doubled for each further crash in a row. */
@@ -63,7 +63,7 @@ async function supervise(config: Config, logger: Logger, clock: Clock, store: st
   // Workers bind with SO_REUSEPORT, which would share the port with another such listener rather
   // than fail: a plain bind first reports a port that anyone holds. checkListeners did one before
   // the data was opened; this one, right before the workers start, closes the window start-up left.
-  await listen("api", host, port, { fetch: () => new Response(null, { status: 503 }), development: false }).stop(true);
+  await probeListener("api", host, port);
   const pool = new WorkerPool(workers, logger);
   const own = createServiceMetrics({ ...processSources(), keyStatus: () => undefined, now: () => clock.now() });
   const metricsServer =

@@ -97,9 +97,13 @@ export function listen(which: "api" | "metrics", host: string, port: number, opt
  * cannot listen. The real binds still report what changes in between.
  */
 export async function checkListeners(config: Pick<Config, "host" | "port" | "metricsHost" | "metricsPort">): Promise<void> {
-  const idle = { fetch: () => new Response(null, { status: 503 }), development: false } as const;
-  await listen("api", config.host, config.port, idle).stop(true);
-  if (config.metricsPort !== undefined) await listen("metrics", config.metricsHost, config.metricsPort, idle).stop(true);
+  await probeListener("api", config.host, config.port);
+  if (config.metricsPort !== undefined) await probeListener("metrics", config.metricsHost, config.metricsPort);
+}
+
+/** Binds `host:port` plainly (no SO_REUSEPORT) and closes it: throws, as `listen` does, when it cannot. */
+export async function probeListener(which: "api" | "metrics", host: string, port: number): Promise<void> {
+  await listen(which, host, port, { fetch: () => new Response(null, { status: 503 }), development: false }).stop(true);
 }
 
 let stopSignalled: Promise<string> | undefined;
