@@ -24,8 +24,7 @@ import { systemClock } from "../context.ts";
 import { AppError } from "../errors.ts";
 import { MasterKeyError } from "../keys/master-key.ts";
 import { createLogger, createServiceLogger, withFields } from "../logging/logger.ts";
-import { StartupError } from "../startup.ts";
-import { openContext } from "../startup.ts";
+import { openContext, StartupError } from "../startup.ts";
 import { dataFileExists, LMDB_FILE } from "../store/lmdb/lmdb-store.ts";
 import { StoreError } from "../store/store.ts";
 import { COMMIT, VERSION } from "../version.ts";
@@ -90,16 +89,16 @@ async function run(args: ParsedArgs): Promise<number> {
   }
   // What can be checked without the data is checked before the data directory is opened.
   if (command === "apikeys" && args.words[1] === "create") apiKeyCreateInput(args);
+  const hasData = dataFileExists(join(config.dataDir, LMDB_FILE));
   if (command === "projects" && args.words[1] === "create") {
     // A custom domain is judged by the settings of the server that runs on the data: on data that
     // exists, those are read once it is open (projectsCommand checks the whole input again then).
     const { "--custom-domain": _judgedLater, ...values } = args.values;
-    const onNewData = !dataFileExists(join(config.dataDir, LMDB_FILE));
-    projectCreateInput(onNewData ? args : { ...args, values }, config, systemClock.now());
+    projectCreateInput(hasData ? { ...args, values } : args, config, systemClock.now());
   }
   // Only serve and the create commands start a new data directory: a list, revoke or rotate on a
   // mistyped --data-dir must not leave a fresh instance behind.
-  if (command !== "serve" && args.words[1] !== "create" && !dataFileExists(join(config.dataDir, LMDB_FILE))) {
+  if (command !== "serve" && args.words[1] !== "create" && !hasData) {
     throw new AppError("not_found", `no data yet in ${config.dataDir}; start the server or create an API key or project first`);
   }
   // A worker's primary has said which signers this machine uses; a CLI command says it at debug level.
