@@ -9,11 +9,14 @@
  * path, so a compiled binary would look for node_modules at run time and fail.
  * This plugin rewrites those loaders at bundle time into
  * `require("/abs/path/node.napi.<libc>.node")` for the build target, so the
- * addon is embedded and extracted/dlopen'ed by the binary itself.
+ * addon is embedded and extracted/dlopen'ed by the binary itself. It also
+ * starts lmdb's read buffer small, as every `bun` run here does
+ * (lmdb-read-buffer.ts).
  */
 import type { BunPlugin } from "bun";
 import { existsSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { shrinkLmdbReadBuffer } from "./lmdb-read-buffer.ts";
 
 export interface NativeTarget {
   /** Node-style platform: "linux" | "darwin" | "win32". */
@@ -118,8 +121,14 @@ export function nativeAddonsPlugin(target: NativeTarget, embedded: EmbeddedAddon
         const hits = src.match(call)?.length ?? 0;
         if (hits !== 1) throw new Error(`lmdb loader changed: expected 1 loadNAPI(dirName) call in ${args.path}, found ${hits}`);
         embedded.set("lmdb", addon);
-        return { contents: src.replace(call, `require(${JSON.stringify(addon)})`), loader: "js" };
+        return { contents: shrinkLmdbReadBuffer(src.replace(call, `require(${JSON.stringify(addon)})`), args.path), loader: "js" };
       });
+
+      // lmdb's reader, with the small read buffer (lmdb-read-buffer.ts; the loaders above get theirs there).
+      build.onLoad({ filter: /[\\/]lmdb[\\/]read\.js$/ }, async (args) => ({
+        contents: shrinkLmdbReadBuffer(await Bun.file(args.path).text(), args.path),
+        loader: "js",
+      }));
 
       // msgpackr-extract (optional speed-up used by msgpackr, which lmdb uses):
       // embed it when the platform package exists, else export null so msgpackr
