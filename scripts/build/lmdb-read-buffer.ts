@@ -45,3 +45,8 @@ export function shrinkLmdbReadBuffer(source: string, path: string): string {
   if (out === source) throw new Error(`not an lmdb file this changes: ${path}`);
   return out;
 }
+
+/** An `onLoad` callback (bundler and runtime plugins alike) giving the lmdb file at `path` with the read buffer made small. */
+export async function loadWithSmallReadBuffer(args: { path: string }): Promise<{ contents: string; loader: "js" }> {
+  return { contents: shrinkLmdbReadBuffer(await Bun.file(args.path).text(), args.path), loader: "js" };
+}

@@ -16,7 +16,7 @@
 import type { BunPlugin } from "bun";
 import { existsSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { shrinkLmdbReadBuffer } from "./lmdb-read-buffer.ts";
+import { loadWithSmallReadBuffer, shrinkLmdbReadBuffer } from "./lmdb-read-buffer.ts";
 
 export interface NativeTarget {
   /** Node-style platform: "linux" | "darwin" | "win32". */
@@ -125,10 +125,7 @@ export function nativeAddonsPlugin(target: NativeTarget, embedded: EmbeddedAddon
       });
 
       // lmdb's reader, with the small read buffer (lmdb-read-buffer.ts; the loaders above get theirs there).
-      build.onLoad({ filter: /[\\/]lmdb[\\/]read\.js$/ }, async (args) => ({
-        contents: shrinkLmdbReadBuffer(await Bun.file(args.path).text(), args.path),
-        loader: "js",
-      }));
+      build.onLoad({ filter: /[\\/]lmdb[\\/]read\.js$/ }, loadWithSmallReadBuffer);
 
       // msgpackr-extract (optional speed-up used by msgpackr, which lmdb uses):
       // embed it when the platform package exists, else export null so msgpackr

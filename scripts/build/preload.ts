@@ -3,14 +3,11 @@
  * the small read buffer the executable is built with (lmdb-read-buffer.ts).
  */
 import { plugin } from "bun";
-import { LMDB_READ_BUFFER_FILES, shrinkLmdbReadBuffer } from "./lmdb-read-buffer.ts";
+import { LMDB_READ_BUFFER_FILES, loadWithSmallReadBuffer } from "./lmdb-read-buffer.ts";
 
 plugin({
   name: "tokenmint-lmdb-read-buffer",
   setup(build) {
-    build.onLoad({ filter: LMDB_READ_BUFFER_FILES }, async (args) => ({
-      contents: shrinkLmdbReadBuffer(await Bun.file(args.path).text(), args.path),
-      loader: "js",
-    }));
+    build.onLoad({ filter: LMDB_READ_BUFFER_FILES }, loadWithSmallReadBuffer);
   },
 });
