@@ -1,7 +1,8 @@
 /**
  * A child process for lmdb-read-buffer.test.ts: opens a database in `dir` as the store does,
- * writes values of 100 KiB, 1 MiB and a few bytes, reads each back, and prints one JSON line:
- * whether each read matched, and the process's array buffer memory after a full collection.
+ * writes values of 100 KiB, 1 MiB and a few bytes, reads each back one by one and all of them
+ * in a range (as the store lists), and prints one JSON line: whether each read matched, and the
+ * process's array buffer memory after a full collection.
  * Usage: bun read-buffer-child.ts <dir>
  */
 import { join } from "node:path";
@@ -20,6 +21,8 @@ const reads: Record<string, boolean> = {};
 for (let round = 0; round < 2; round++) {
   for (const [key, value] of Object.entries(values)) reads[`${key}${round}`] = (db.get(key) as { text: string } | undefined)?.text === value.text;
 }
+// In key order, as a listing reads them: large, medium, small.
+reads.range = JSON.stringify([...db.getRange({})].map(({ value }) => value)) === JSON.stringify([values.large, values.medium, values.small]);
 await db.close();
 Bun.gc(true);
 console.log(JSON.stringify({ reads, arrayBuffers: process.memoryUsage().arrayBuffers }));
