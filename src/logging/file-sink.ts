@@ -12,8 +12,6 @@ import { accessSync, chmodSync, closeSync, constants, existsSync, fchmodSync, mk
 import { basename, dirname, extname, join } from "node:path";
 import { openStreamSink, type LogSink } from "./stream-sink.ts";
 
-export type { LogSink };
-
 /** The parts of a TOKENMINT_LOG_FILE path: `/dir/name.log` → dir `/dir`, stem `name`, ext `.log`. */
 export interface DailyLogPath {
   dir: string;

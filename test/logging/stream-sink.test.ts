@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import type { LogSink } from "../../src/logging/file-sink.ts";
+import type { LogSink } from "../../src/logging/stream-sink.ts";
 import { createServiceLogger } from "../../src/logging/logger.ts";
 import { openStreamSink, PIPE_BUF } from "../../src/logging/stream-sink.ts";
 import { BUN, REPO_ROOT } from "../e2e/process.ts";
