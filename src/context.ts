@@ -7,6 +7,7 @@ import type { Config } from "./config/schema.ts";
 import type { ProjectDirectory } from "./core/project-directory.ts";
 import type { InstanceSettings } from "./core/projects.ts";
 import type { KeyService } from "./keys/key-service.ts";
+import type { SignerFactory } from "./keys/signers/factory.ts";
 import type { Logger } from "./logging/logger.ts";
 import type { ServiceMetrics } from "./metrics/service-metrics.ts";
 import type { Store } from "./store/store.ts";
@@ -28,6 +29,8 @@ export interface AppContext {
   logger: Logger;
   store: Store;
   keys: KeyService;
+  /** Makes the signer of every key ring; a server hands RS256 over to libcrypto once it listens. */
+  signers: SignerFactory;
   /** Every project of the instance, resolved and indexed by host name. */
   projects: ProjectDirectory;
   clock: Clock;

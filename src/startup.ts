@@ -72,11 +72,19 @@ export interface OpenContextOptions {
    */
   cache?: boolean;
   /**
-   * Log which signer each algorithm uses (default true). Finding out loads libcrypto, so a
-   * server's workers leave it to their primary, which has logged it: a worker loads libcrypto
-   * only once it holds an RS256 key, and one that signs only ES256 or EdDSA never maps it.
+   * Log which signer each algorithm uses (default true). Finding out loads libcrypto, so a server
+   * says it once it answers (cli/serve.ts, cli/serve-primary.ts) and its workers leave it to their
+   * primary: a worker loads libcrypto only once it holds an RS256 key, and one that signs only
+   * ES256 or EdDSA never maps it.
    */
   announceSigners?: boolean;
+  /**
+   * When RS256 keys move to libcrypto (default `now`, as they are made). `deferred`: they sign
+   * with the built-in signer, byte for byte the same, until `ctx.signers.handOver()`, which a
+   * server calls once it listens, so that loading libcrypto (about 15 ms) does not delay its
+   * first answer. `never`: the process signs no token (a server's primary) and does not load it.
+   */
+  libcrypto?: "now" | "deferred" | "never";
   /**
    * Bring the signing keys up to this process's settings at start (a missed rotation, a new
    * algorithm; default true). CLI commands say false, so that reading or managing API keys never
@@ -109,7 +117,11 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
     const served = maintain ? undefined : await servedSettings(store);
     const instance: InstanceSettings = served ?? config;
     await checkProjectHosts(store, instance, config.dataDir);
-    const signers = new SignerFactory({ mode: config.signer, logger });
+    const signers = new SignerFactory({
+      mode: options.libcrypto === "never" ? "builtin" : config.signer,
+      logger,
+      deferLibcrypto: options.libcrypto === "deferred",
+    });
     if (options.announceSigners !== false) logger.info("signers", planFields(await signers.plan()));
     // A new project's hosts are served once its key ring is loaded: the directory learns of it
     // first (the key service reads its settings there), then the key service loads its keys.
@@ -150,7 +162,7 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
       logger.info("bootstrap API key registered");
     }
     const metrics = createServiceMetrics({ ...processSources(), keyStatus: () => keys.status(projectId), now: () => clock.now() });
-    return { config, instance, logger, store, keys, projects, clock, metrics, projectId, draining: false };
+    return { config, instance, logger, store, keys, signers, projects, clock, metrics, projectId, draining: false };
   } catch (error) {
     await store.close();
     throw error;

@@ -77,7 +77,7 @@ async function run(args: ParsedArgs): Promise<number> {
     const lock = lockDataDir(config.dataDir);
     try {
       if (config.workers > 1) return await servePrimary(config, logger, systemClock);
-      const ctx = await openContext(config, logger, systemClock, { cache: true });
+      const ctx = await openContext(config, logger, systemClock, { cache: true, announceSigners: false, libcrypto: "deferred" });
       try {
         return await serve(ctx);
       } finally {
@@ -101,9 +101,14 @@ async function run(args: ParsedArgs): Promise<number> {
   if (command !== "serve" && args.words[1] !== "create" && !hasData) {
     throw new AppError("not_found", `no data yet in ${config.dataDir}; start the server or create an API key or project first`);
   }
-  // A worker's primary has said which signers this machine uses; a CLI command says it at debug level.
+  // A worker's primary says which signers this machine uses; a CLI command says it at debug level.
   const announceSigners = command === "serve" ? false : config.logLevel === "debug";
-  const ctx = await openContext(config, logger, systemClock, { cache: command === "serve", announceSigners, maintainKeys: command === "serve" });
+  const ctx = await openContext(config, logger, systemClock, {
+    cache: command === "serve",
+    announceSigners,
+    maintainKeys: command === "serve",
+    libcrypto: command === "serve" ? "deferred" : "now",
+  });
   try {
     if (command === "serve") return await serveWorker(ctx);
     if (command === "apikeys") await apikeysCommand(ctx, args, io);

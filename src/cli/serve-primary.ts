@@ -19,6 +19,7 @@ import type { Subprocess } from "bun";
 import type { Config } from "../config/schema.ts";
 import type { Clock } from "../context.ts";
 import type { Logger } from "../logging/logger.ts";
+import { planFields, SignerFactory } from "../keys/signers/factory.ts";
 import { startLogRetention } from "../logging/retention.ts";
 import { asyncMetricsHandler } from "../metrics/endpoint.ts";
 import { mergeExpositions } from "../metrics/merge.ts";
@@ -47,8 +48,9 @@ const EXIT_GRACE_MS = 5_000;
 export async function servePrimary(config: Config, logger: Logger, clock: Clock): Promise<number> {
   try {
     // The one-time start-up (format, project, master key, first keys, bootstrap key) happens here,
-    // before any worker runs, so workers only ever find it done.
-    const ctx = await openContext(config, logger, clock);
+    // before any worker runs, so workers only ever find it done. The primary signs nothing: it
+    // leaves libcrypto alone until its workers answer.
+    const ctx = await openContext(config, logger, clock, { announceSigners: false, libcrypto: "never" });
     const store = ctx.store.description;
     await ctx.store.close();
     return await supervise(config, logger, clock, store);
@@ -78,6 +80,7 @@ async function supervise(config: Config, logger: Logger, clock: Clock, store: st
     const first = await Promise.race([pool.start().then(() => undefined), stopping]);
     if (first === undefined) {
       logger.info("tokenmint started", { version: VERSION, commit: COMMIT, host, port, metricsPort, alg: config.signingAlg, store, workers });
+      logger.info("signers", planFields(await new SignerFactory({ mode: config.signer, logger }).plan()));
     }
   } catch (error) {
     await pool.stop("SIGTERM");

@@ -15,6 +15,7 @@ import { buildFetch } from "../app.ts";
 import type { Config } from "../config/schema.ts";
 import type { AppContext } from "../context.ts";
 import { startRevocationPruning } from "../core/oauth/revocation-pruning.ts";
+import { planFields } from "../keys/signers/factory.ts";
 import { startLogRetention } from "../logging/retention.ts";
 import { metricsHandler } from "../metrics/endpoint.ts";
 import { StartupError } from "../startup.ts";
@@ -30,6 +31,12 @@ export const DRAIN_TIMEOUT_MS = 10_000;
  * closed at once; this lets them in so their requests get an answer.
  */
 const ACCEPT_GRACE_MS = 100;
+/**
+ * How long after it listens a server keeps signing RS256 with the built-in signer before libcrypto
+ * takes over (startup.ts, `libcrypto`): loading it holds the event loop for about 15 ms, which
+ * would otherwise fall on the first answers, a readiness probe's among them.
+ */
+export const HAND_OVER_DELAY_MS = 100;
 
 /** Serves until a signal arrives; resolves with the exit code. The caller holds the data directory's lock. */
 export async function serve(ctx: AppContext): Promise<number> {
@@ -132,6 +139,15 @@ interface ServerRole {
   onListening?: () => void;
 }
 
+/**
+ * Moves RS256 keys from the built-in signer to libcrypto (startup.ts, `libcrypto`); then a single
+ * process says which signers the machine uses (a worker's primary says it for the instance).
+ */
+async function handOverSigners(ctx: AppContext, worker: boolean): Promise<void> {
+  await ctx.signers.handOver();
+  if (!worker) ctx.logger.info("signers", planFields(await ctx.signers.plan()));
+}
+
 async function runServer(ctx: AppContext, role: ServerRole): Promise<number> {
   const stopping = Promise.race([stopSignal(), ...(role.stop === undefined ? [] : [role.stop])]);
   const { fetch } = buildFetch(ctx);
@@ -158,6 +174,8 @@ async function runServer(ctx: AppContext, role: ServerRole): Promise<number> {
   if (role.worker) ctx.logger.info("worker started", { pid: process.pid });
   else ctx.logger.info("tokenmint started", { version: VERSION, commit: COMMIT, host, port, metricsPort, alg: ctx.config.signingAlg, store: ctx.store.description });
   role.onListening?.();
+  let handingOver: Promise<void> | undefined;
+  const handOver = setTimeout(() => (handingOver = handOverSigners(ctx, role.worker)), HAND_OVER_DELAY_MS);
   // Expired daily log files go at start-up, then hourly.
   const stopRetention =
     logFile === undefined || role.worker ? () => {} : startLogRetention({ logFile, retentionDays: logRetentionDays, now: () => ctx.clock.now(), logger: ctx.logger });
@@ -167,6 +185,8 @@ async function runServer(ctx: AppContext, role: ServerRole): Promise<number> {
   const signal = await stopping;
   ctx.logger.info("shutting down", { signal });
   ctx.draining = true;
+  clearTimeout(handOver);
+  await handingOver;
   ctx.keys.stop();
   stopRetention();
   await stopPruning();

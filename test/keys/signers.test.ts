@@ -13,9 +13,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, type JWK } from "jose";
 import { SIGNING_ALGS, type SigningAlg } from "../../src/config/schema.ts";
+import { generateSigningKey } from "../../src/keys/generate.ts";
+import { KeyRing } from "../../src/keys/key-ring.ts";
+import { initialKeySet } from "../../src/keys/lifecycle.ts";
+import { importMasterKey } from "../../src/keys/sealing.ts";
 import { nodeAsyncSigner, nodePrivateKey, nodeSyncSigner, webCryptoSigner } from "../../src/keys/signers/builtin.ts";
 import { SignerFactory } from "../../src/keys/signers/factory.ts";
 import { libcryptoRsaSigner, loadLibcrypto } from "../../src/keys/signers/libcrypto.ts";
+import { silentLogger } from "../../src/logging/logger.ts";
+import type { SigningKeyRecord } from "../../src/store/store.ts";
 import { buildTestApp, createProviderAndClient, type TestApp } from "../helpers/app.ts";
 
 const encoder = new TextEncoder();
@@ -71,6 +77,62 @@ describe("libcrypto RS256", () => {
     expect(der.every((byte) => byte === 0)).toBe(true);
     signer.dispose();
     expect(() => signer.sign(INPUTS[0] as Uint8Array)).toThrow("after dispose");
+  });
+});
+
+describe("deferred libcrypto (a starting server)", () => {
+  test("RS256 signs with the built-in signer until handOver, then with libcrypto: the same bytes throughout", async () => {
+    const factory = new SignerFactory({ mode: "auto", deferLibcrypto: true });
+    const jwk = rsaJwk(2048);
+    const reference = nodeSyncSigner("RS256", nodePrivateKey(jwk));
+    const signer = await factory.create("RS256", jwk);
+    expect(signer.kind).toBe("node-sync");
+    const before = await Promise.all(INPUTS.map((input) => signer.sign(input)));
+    await factory.handOver();
+    expect(signer.kind).toBe("libcrypto");
+    for (const [i, input] of INPUTS.entries()) {
+      const expected = Buffer.from(await reference.sign(input));
+      expect(Buffer.from(before[i] as Uint8Array).equals(expected)).toBe(true);
+      expect(Buffer.from(await signer.sign(input)).equals(expected)).toBe(true);
+    }
+  });
+
+  test("a signer made after handOver uses libcrypto at once; ES256 and EdDSA keep node:crypto", async () => {
+    const factory = new SignerFactory({ mode: "auto", deferLibcrypto: true });
+    const early = await factory.create("ES256", (await exportJWK((await generateKeyPair("ES256", { extractable: true })).privateKey)) as JWK);
+    await factory.handOver();
+    expect(early.kind).toBe("node-sync");
+    expect((await factory.create("RS256", rsaJwk(2048))).kind).toBe("libcrypto");
+    const ed = await exportJWK((await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true })).privateKey);
+    expect((await factory.create("EdDSA", ed as JWK)).kind).toBe("node-sync");
+  });
+
+  test("without a usable libcrypto, handOver keeps the built-in signer, and signing goes on", async () => {
+    const warnings: string[] = [];
+    const logger = { ...silentLogger, warn: (msg: string) => void warnings.push(msg) };
+    const factory = new SignerFactory({ mode: "auto", deferLibcrypto: true, libcryptoName: "libcrypto-missing.so.3", logger });
+    const jwk = rsaJwk(2048);
+    const signer = await factory.create("RS256", jwk);
+    await factory.handOver();
+    expect(signer.kind).toBe("node-sync");
+    const signature = await signer.sign(INPUTS[1] as Uint8Array);
+    expect(verify("sha256", INPUTS[1] as Uint8Array, createPublicKey(nodePrivateKey(jwk)), signature)).toBe(true);
+    expect(warnings).toEqual([]);
+  });
+
+  test("a key ring of a deferring factory reports its signer as it changes and its tokens verify before and after", async () => {
+    const masterKey = await importMasterKey(crypto.getRandomValues(new Uint8Array(32)));
+    const keys = await Promise.all((["current", "next"] as const).map((state) => generateSigningKey("p1", "RS256", masterKey, 1_000, state)));
+    const factory = new SignerFactory({ mode: "auto", deferLibcrypto: true });
+    const ring = await KeyRing.build(initialKeySet("p1", keys[0] as SigningKeyRecord, keys[1] as SigningKeyRecord, 1_000), masterKey, factory);
+    const jwk = JSON.parse(ring.jwksBody).keys[0] as JWK;
+    const claims = { sub: "c1", aud: "https://api.example.test", iat: 1, exp: 4_000_000_000 };
+    expect(ring.signerKind).toBe("node-sync");
+    const first = await ring.sign("at+jwt", claims);
+    await factory.handOver();
+    expect(ring.signerKind).toBe("libcrypto");
+    expect(await ring.sign("at+jwt", claims)).toBe(first);
+    expect((await jwtVerify(first, jwk, { audience: "https://api.example.test" })).payload.sub).toBe("c1");
   });
 });
 

@@ -5,7 +5,12 @@
  * signers (no thread hop per signature), and for RS256 the system's libcrypto, about twice as
  * fast again, when it loads and signs byte-identically to the built-in signer. Mode `builtin`
  * (TOKENMINT_SIGNER) keeps the runtime's own signer for every algorithm.
+ *
+ * Loading libcrypto, parsing a key into it and the check signature take a starting process about
+ * 15 ms. A server defers them (`deferLibcrypto`): its RS256 keys sign with the built-in signer,
+ * which gives the very same bytes, until it calls `handOver` once it listens.
  */
+import type { KeyObject } from "node:crypto";
 import type { JWK } from "jose";
 import { SIGNING_ALGS, type SignerMode, type SigningAlg } from "../../config/schema.ts";
 import type { Logger } from "../../logging/logger.ts";
@@ -25,6 +30,11 @@ export interface SignerFactoryOptions {
   logger?: Logger;
   /** The library to load for RS256 (tests point it at a missing one). */
   libcryptoName?: string;
+  /**
+   * RS256 signers made before `handOver` is called sign with the built-in signer until then; those
+   * made after it use libcrypto at once. Without it, every RS256 signer uses libcrypto at once.
+   */
+  deferLibcrypto?: boolean;
 }
 
 /** What signs each algorithm in this process, and why libcrypto is not used if it is not. */
@@ -38,13 +48,44 @@ export interface SignerPlan {
 
 const equalBytes = (a: Uint8Array, b: Uint8Array) => a.byteLength === b.byteLength && a.every((byte, i) => byte === b[i]);
 
+/** An RS256 signer that signs with the built-in signer until libcrypto's takes over. */
+class HandOverSigner implements RawSigner {
+  #signer: RawSigner;
+  /** The key, kept until the hand-over, which exports it to libcrypto. */
+  #key: KeyObject | undefined;
+
+  constructor(builtin: RawSigner, key: KeyObject) {
+    this.#signer = builtin;
+    this.#key = key;
+  }
+
+  get kind(): SignerKind {
+    return this.#signer.kind;
+  }
+
+  sign(input: Uint8Array): Uint8Array | Promise<Uint8Array> {
+    return this.#signer.sign(input);
+  }
+
+  /** Lets `make` (given the built-in signer and the key) make the signer from now on; once. */
+  async handOver(make: (builtin: RawSigner, key: KeyObject) => Promise<RawSigner>): Promise<void> {
+    const key = this.#key;
+    if (key === undefined) return;
+    this.#key = undefined;
+    this.#signer = await make(this.#signer, key);
+  }
+}
+
 export class SignerFactory {
   readonly #o: SignerFactoryOptions;
   /** Set once libcrypto failed for a key: no later key tries it again. */
   #libcryptoFailure: string | undefined;
+  /** RS256 signers waiting for `handOver`; undefined once it ran (or when nothing is deferred). */
+  #deferred: HandOverSigner[] | undefined;
 
   constructor(options: SignerFactoryOptions) {
     this.#o = options;
+    if (options.deferLibcrypto === true) this.#deferred = [];
   }
 
   /** Which signer each algorithm uses; loads libcrypto (once per process) to find out. */
@@ -59,12 +100,34 @@ export class SignerFactory {
 
   /** A signer for `privateJwk`. Never fails for want of libcrypto: the built-in signer stands in. */
   async create(alg: SigningAlg, privateJwk: JWK): Promise<RawSigner> {
-    const builtin = nodeSyncSigner(alg, nodePrivateKey(privateJwk));
+    const key = nodePrivateKey(privateJwk);
+    const builtin = nodeSyncSigner(alg, key);
     if (alg !== "RS256" || this.#o.mode === "builtin" || this.#libcryptoFailure !== undefined) return builtin;
+    if (this.#deferred !== undefined) {
+      const signer = new HandOverSigner(builtin, key);
+      this.#deferred.push(signer);
+      return signer;
+    }
+    return this.#libcryptoOr(builtin, key);
+  }
+
+  /**
+   * Hands every deferred RS256 signer over to libcrypto (each keeps the built-in signer if
+   * libcrypto cannot sign); signers made from now on use libcrypto at once. Never fails.
+   */
+  async handOver(): Promise<void> {
+    const deferred = this.#deferred ?? [];
+    this.#deferred = undefined;
+    for (const signer of deferred) await signer.handOver((builtin, key) => this.#libcryptoOr(builtin, key));
+  }
+
+  /** A libcrypto signer for `key`, or `builtin` (its built-in signer) when libcrypto cannot sign (logged once). */
+  async #libcryptoOr(builtin: RawSigner, key: KeyObject): Promise<RawSigner> {
+    if (this.#libcryptoFailure !== undefined) return builtin;
     const name = this.#o.libcryptoName ?? LIBCRYPTO_NAME;
     if (!(await loadLibcrypto(name)).available) return builtin;
     try {
-      const der = new Uint8Array(nodePrivateKey(privateJwk).export({ type: "pkcs8", format: "der" }));
+      const der = new Uint8Array(key.export({ type: "pkcs8", format: "der" }));
       const signer = await libcryptoRsaSigner(der, name);
       // PKCS#1 v1.5 is deterministic: both must give the very same bytes, or libcrypto is not used.
       if (!equalBytes(await signer.sign(CHECK_INPUT), await builtin.sign(CHECK_INPUT))) {
