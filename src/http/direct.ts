@@ -5,8 +5,9 @@
  * pipeline does for them, in the same order and with the same pieces: the API key of a management
  * path (core/api-keys.ts), the body's size limit and parsing (plugins/body-parser.ts), validation
  * of the path parameters and the body against the route's own TypeBox schemas (each compiled
- * once, when first used), the handler, validation of its answer, and the metrics and log line of the request
- * (plugins/request-log.ts). The pipeline's hooks and per-request objects are what it saves.
+ * once, when first used), the handler, validation of its answer, and the metrics and log line of
+ * the request (plugins/request-log.ts). The pipeline's hooks and per-request objects are what it
+ * saves.
  *
  * Whatever is refused before the handler runs (no valid API key, a body too large or not JSON,
  * invalid parameters or body, a shutting-down process) goes to the app, with the body put back if
