@@ -36,7 +36,7 @@ const ACCEPT_GRACE_MS = 100;
  * takes over (startup.ts, `libcrypto`): loading it holds the event loop for about 15 ms, which
  * would otherwise fall on the first answers, a readiness probe's among them.
  */
-export const HAND_OVER_DELAY_MS = 100;
+const HAND_OVER_DELAY_MS = 100;
 
 /** Serves until a signal arrives; resolves with the exit code. The caller holds the data directory's lock. */
 export async function serve(ctx: AppContext): Promise<number> {
