@@ -14,7 +14,7 @@ import { KeyService } from "./keys/key-service.ts";
 import { jwksMaxAge, MAX_JWKS_MAX_AGE_S } from "./keys/lifecycle.ts";
 import { checkMasterKeySource, MasterKeyError, resolveMasterKey } from "./keys/master-key.ts";
 import { createMasterKeyCheck, importMasterKey, verifyMasterKeyCheck } from "./keys/sealing.ts";
-import { planFields, SignerFactory } from "./keys/signers/factory.ts";
+import { logSigners, SignerFactory } from "./keys/signers/factory.ts";
 import type { Logger } from "./logging/logger.ts";
 import { createServiceMetrics, processSources } from "./metrics/service-metrics.ts";
 import { CachingStore } from "./store/caching-store.ts";
@@ -122,7 +122,7 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
       logger,
       deferLibcrypto: options.libcrypto === "deferred",
     });
-    if (options.announceSigners !== false) logger.info("signers", planFields(await signers.plan()));
+    if (options.announceSigners !== false) await logSigners(logger, signers);
     // A new project's hosts are served once its key ring is loaded: the directory learns of it
     // first (the key service reads its settings there), then the key service loads its keys.
     const projects = new ProjectDirectory(store, instance, projectId, (id) => keys.has(id));

@@ -19,7 +19,7 @@ import type { Subprocess } from "bun";
 import type { Config } from "../config/schema.ts";
 import type { Clock } from "../context.ts";
 import type { Logger } from "../logging/logger.ts";
-import { planFields, SignerFactory } from "../keys/signers/factory.ts";
+import { logSigners, SignerFactory } from "../keys/signers/factory.ts";
 import { startLogRetention } from "../logging/retention.ts";
 import { asyncMetricsHandler } from "../metrics/endpoint.ts";
 import { mergeExpositions } from "../metrics/merge.ts";
@@ -80,7 +80,7 @@ async function supervise(config: Config, logger: Logger, clock: Clock, store: st
     const first = await Promise.race([pool.start().then(() => undefined), stopping]);
     if (first === undefined) {
       logger.info("tokenmint started", { version: VERSION, commit: COMMIT, host, port, metricsPort, alg: config.signingAlg, store, workers });
-      logger.info("signers", planFields(await new SignerFactory({ mode: config.signer, logger }).plan()));
+      await logSigners(logger, new SignerFactory({ mode: config.signer, logger }));
     }
   } catch (error) {
     await pool.stop("SIGTERM");

@@ -15,7 +15,7 @@ import { buildFetch } from "../app.ts";
 import type { Config } from "../config/schema.ts";
 import type { AppContext } from "../context.ts";
 import { startRevocationPruning } from "../core/oauth/revocation-pruning.ts";
-import { planFields } from "../keys/signers/factory.ts";
+import { logSigners } from "../keys/signers/factory.ts";
 import { startLogRetention } from "../logging/retention.ts";
 import { metricsHandler } from "../metrics/endpoint.ts";
 import { StartupError } from "../startup.ts";
@@ -145,7 +145,7 @@ interface ServerRole {
  */
 async function handOverSigners(ctx: AppContext, worker: boolean): Promise<void> {
   await ctx.signers.handOver();
-  if (!worker) ctx.logger.info("signers", planFields(await ctx.signers.plan()));
+  if (!worker) await logSigners(ctx.logger, ctx.signers);
 }
 
 async function runServer(ctx: AppContext, role: ServerRole): Promise<number> {

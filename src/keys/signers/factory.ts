@@ -143,9 +143,13 @@ export class SignerFactory {
   }
 }
 
-/** The plan as log fields: one field per algorithm, plus OpenSSL's version or why it is not used. */
-export function planFields(plan: SignerPlan): Record<string, string | undefined> {
+/**
+ * Logs the "signers" line: one field per algorithm, plus OpenSSL's version or why it is not used.
+ * Finding out loads libcrypto.
+ */
+export async function logSigners(logger: Logger, signers: SignerFactory): Promise<void> {
+  const plan = await signers.plan();
   const fields: Record<string, string | undefined> = {};
   for (const alg of SIGNING_ALGS) fields[alg] = plan.signers[alg];
-  return { ...fields, libcrypto: plan.libcrypto, libcryptoUnavailable: plan.libcryptoUnavailable };
+  logger.info("signers", { ...fields, libcrypto: plan.libcrypto, libcryptoUnavailable: plan.libcryptoUnavailable });
 }
