@@ -1,8 +1,9 @@
 /**
  * Single-thread signing rate of every signer the runtime offers, per algorithm, over a JWS-sized
  * input with the service's own signer modules (src/keys/signers/): node:crypto `sign`
- * synchronous, node:crypto `sign` with a callback, WebCrypto `subtle.sign`, and for RS256 the
- * system's libcrypto through bun:ffi. Asynchronous signers run with many signatures in flight,
+ * synchronous, node:crypto `sign` with a callback, WebCrypto `subtle.sign`, and the system's
+ * libcrypto through bun:ffi (for ES256 and EdDSA with scripts/bench/libcrypto-ec.ts: the service
+ * does not use it for them, as node:crypto signs them faster). Asynchronous signers run with many signatures in flight,
  * as a server would use them (×64 rows), and also one at a time.
  *
  *   bun scripts/bench-signers.ts [--seconds 2] [--json] [--signers node-sync,libcrypto]
@@ -17,6 +18,7 @@ import { SIGNING_ALGS, type SigningAlg } from "../src/config/schema.ts";
 import { nodeAsyncSigner, nodePrivateKey, nodeSyncSigner, webCryptoSigner } from "../src/keys/signers/builtin.ts";
 import { libcryptoRsaSigner, loadLibcrypto } from "../src/keys/signers/libcrypto.ts";
 import type { RawSigner } from "../src/keys/signers/signer.ts";
+import { libcryptoEcSigner } from "./bench/libcrypto-ec.ts";
 
 const { values } = parseArgs({
   options: { seconds: { type: "string", default: "2" }, json: { type: "boolean", default: false }, signers: { type: "string" } },
@@ -68,7 +70,10 @@ for (const alg of SIGNING_ALGS) {
   const jwk = await privateJwkFor(alg);
   const key = nodePrivateKey(jwk);
   const signers: RawSigner[] = [nodeSyncSigner(alg, key), nodeAsyncSigner(alg, key), await webCryptoSigner(alg, jwk)];
-  if (alg === "RS256" && libcrypto.available) signers.push(await libcryptoRsaSigner(new Uint8Array(key.export({ type: "pkcs8", format: "der" }))));
+  if (libcrypto.available) {
+    if (alg === "RS256") signers.push(await libcryptoRsaSigner(new Uint8Array(key.export({ type: "pkcs8", format: "der" }))));
+    else signers.push((await libcryptoEcSigner(alg, key)) as RawSigner);
+  }
   const row: Record<string, Rate> = {};
   for (const signer of signers) {
     if (only !== undefined && !only.has(signer.kind)) continue;
