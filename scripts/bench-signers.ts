@@ -3,8 +3,8 @@
  * input with the service's own signer modules (src/keys/signers/): node:crypto `sign`
  * synchronous, node:crypto `sign` with a callback, WebCrypto `subtle.sign`, and the system's
  * libcrypto through bun:ffi (for ES256 and EdDSA with scripts/bench/libcrypto-ec.ts: the service
- * does not use it for them, as node:crypto signs them faster). Asynchronous signers run with many signatures in flight,
- * as a server would use them (×64 rows), and also one at a time.
+ * does not use it for them, as node:crypto signs them faster). Asynchronous signers run with
+ * many signatures in flight, as a server would use them (×64 rows), and also one at a time.
  *
  *   bun scripts/bench-signers.ts [--seconds 2] [--json] [--signers node-sync,libcrypto]
  *
@@ -72,7 +72,10 @@ for (const alg of SIGNING_ALGS) {
   const signers: RawSigner[] = [nodeSyncSigner(alg, key), nodeAsyncSigner(alg, key), await webCryptoSigner(alg, jwk)];
   if (libcrypto.available) {
     if (alg === "RS256") signers.push(await libcryptoRsaSigner(new Uint8Array(key.export({ type: "pkcs8", format: "der" }))));
-    else signers.push((await libcryptoEcSigner(alg, key)) as RawSigner);
+    else {
+      const signer = await libcryptoEcSigner(alg, key);
+      if (signer !== undefined) signers.push(signer);
+    }
   }
   const row: Record<string, Rate> = {};
   for (const signer of signers) {

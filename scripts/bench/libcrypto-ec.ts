@@ -10,6 +10,7 @@
  *   r||s in JavaScript.
  * - EdDSA: `EVP_DigestSignInit` (no digest) and the one-shot `EVP_DigestSign` per signature, as
  *   Ed25519 requires.
+ * Their native key and contexts are never freed: the benchmark's process ends soon after.
  */
 import { hash, type KeyObject, sign, verify } from "node:crypto";
 import type { SigningAlg } from "../../src/config/schema.ts";
