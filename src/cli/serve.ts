@@ -11,6 +11,7 @@
  * port, while its primary (serve-primary.ts) holds the lock, the metrics listener and the log
  * retention. A worker also stops when its primary goes away.
  */
+import { buildFetch } from "../app.ts";
 import type { Config } from "../config/schema.ts";
 import type { AppContext } from "../context.ts";
 import { startRevocationPruning } from "../core/oauth/revocation-pruning.ts";
@@ -149,9 +150,6 @@ async function handOverSigners(ctx: AppContext, worker: boolean): Promise<void> 
 
 async function runServer(ctx: AppContext, role: ServerRole): Promise<number> {
   const stopping = Promise.race([stopSignal(), ...(role.stop === undefined ? [] : [role.stop])]);
-  // The HTTP layer (Elysia and the routes) is loaded here, not with this module: a primary of
-  // workers and the other commands never answer a request, and skip its evaluation.
-  const { buildFetch } = await import("../app.ts");
   const { fetch } = buildFetch(ctx);
   const { host, port, metricsHost, metricsPort, logFile, logRetentionDays } = ctx.config;
   const server = listen("api", host, port, {
