@@ -62,11 +62,20 @@ try {
     await Bun.sleep(50);
   }
 
-  const signers = logText
-    .split("\n")
-    .filter((line) => line.startsWith("{"))
-    .map((line) => JSON.parse(line) as Record<string, string>)
-    .find((entry) => entry.msg === "signers");
+  // The signers line comes after the first answers (libcrypto loads once the server answers).
+  // Only whole lines are read: the last piece may still be arriving.
+  const signersLine = () =>
+    logText
+      .split("\n")
+      .slice(0, -1)
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as Record<string, string>)
+      .find((entry) => entry.msg === "signers");
+  let signers = signersLine();
+  while (signers === undefined && Date.now() <= deadline && server.exitCode === null) {
+    await Bun.sleep(50);
+    signers = signersLine();
+  }
   if (signers?.RS256 !== "libcrypto") fail(`RS256 is not signed through libcrypto: ${JSON.stringify(signers)}`);
   if (logText.includes("libcrypto cannot sign")) fail("libcrypto failed its check against the built-in signer");
 

@@ -174,6 +174,8 @@ describe(`serve with ${WORKERS} workers`, () => {
     const instance = await startInstance();
     const { server } = instance;
     const mapsLibcrypto = (pid: number) => readFileSync(`/proc/${pid}/maps`, "utf8").includes("libcrypto.so");
+    // The primary writes the line once its workers answer, after "tokenmint started".
+    await waitFor("the signers line", () => (server.proc.logs().some((line) => line.msg === "signers") ? true : undefined));
     const signersLines = server.proc.logs().filter((line) => line.msg === "signers");
     expect(signersLines).toHaveLength(1);
     expect(signersLines[0]?.worker).toBeUndefined();
