@@ -22,9 +22,11 @@ const dir = mkdtempSync(join(tmpdir(), "tokenmint-smoke-"));
 const exe = join(dir, "tokenmint");
 copyFileSync(binary, exe);
 
+/** A failed check: reported once the server is stopped and the temp directory removed. */
+class SmokeFailure extends Error {}
+
 function fail(message: string): never {
-  console.error(`smoke: FAILED: ${message}`);
-  process.exit(1);
+  throw new SmokeFailure(message);
 }
 
 async function freePort(): Promise<number> {
@@ -34,28 +36,29 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-// The executable unpacks LMDB's native addon into TMPDIR: a missing one is one line and exit 1.
-{
-  const run = Bun.spawnSync([exe, "keys", "list"], { cwd: dir, env: { PATH: "/usr/bin:/bin", TMPDIR: join(dir, "missing") }, stdout: "pipe", stderr: "pipe" });
-  const lines = run.stderr.toString().split("\n").filter((line) => line !== "");
-  if (run.exitCode !== 1 || lines.length !== 1 || !lines[0]?.includes(`TMPDIR=${join(dir, "missing")}`)) {
-    fail(`a missing TMPDIR should give exit 1 and one line naming it, got ${run.exitCode}: ${lines.join(" / ")}`);
-  }
-}
-
-const port = await freePort();
-const base = `http://127.0.0.1:${port}`;
-const env = { PATH: "/usr/bin:/bin", TOKENMINT_PORT: String(port), TOKENMINT_PUBLIC_URL: base, TOKENMINT_SIGNING_ALG: "RS256" };
-const server = Bun.spawn([exe, "serve"], { cwd: dir, env, stdout: "pipe", stderr: "pipe" });
-let logText = "";
-const logRead = (async () => {
-  for await (const chunk of server.stdout) logText += new TextDecoder().decode(chunk);
-})();
-
+let server: ReturnType<typeof Bun.spawn> | undefined;
 try {
+  // The executable unpacks LMDB's native addon into TMPDIR: a missing one is one line and exit 1.
+  {
+    const run = Bun.spawnSync([exe, "keys", "list"], { cwd: dir, env: { PATH: "/usr/bin:/bin", TMPDIR: join(dir, "missing") }, stdout: "pipe", stderr: "pipe" });
+    const lines = run.stderr.toString().split("\n").filter((line) => line !== "");
+    if (run.exitCode !== 1 || lines.length !== 1 || !lines[0]?.includes(`TMPDIR=${join(dir, "missing")}`)) {
+      fail(`a missing TMPDIR should give exit 1 and one line naming it, got ${run.exitCode}: ${lines.join(" / ")}`);
+    }
+  }
+
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const env = { PATH: "/usr/bin:/bin", TOKENMINT_PORT: String(port), TOKENMINT_PUBLIC_URL: base, TOKENMINT_SIGNING_ALG: "RS256" };
+  const serving = Bun.spawn([exe, "serve"], { cwd: dir, env, stdout: "pipe", stderr: "pipe" });
+  server = serving;
+  let logText = "";
+  const logRead = (async () => {
+    for await (const chunk of serving.stdout) logText += new TextDecoder().decode(chunk);
+  })();
   const deadline = Date.now() + 10_000;
   for (;;) {
-    if (server.exitCode !== null) fail(`server exited early with ${server.exitCode}: ${await new Response(server.stderr).text()}`);
+    if (serving.exitCode !== null) fail(`server exited early with ${serving.exitCode}: ${await new Response(serving.stderr).text()}`);
     if (Date.now() > deadline) fail("server did not become ready within 10 s");
     const ready = await fetch(`${base}/readyz`).then((r) => r.ok, () => false);
     if (ready) break;
@@ -72,7 +75,7 @@ try {
       .map((line) => JSON.parse(line) as Record<string, string>)
       .find((entry) => entry.msg === "signers");
   let signers = signersLine();
-  while (signers === undefined && Date.now() <= deadline && server.exitCode === null) {
+  while (signers === undefined && Date.now() <= deadline && serving.exitCode === null) {
     await Bun.sleep(50);
     signers = signersLine();
   }
@@ -114,9 +117,9 @@ try {
   );
   await Bun.sleep(5);
   const stoppedAt = Date.now();
-  server.kill("SIGTERM");
+  serving.kill("SIGTERM");
   const statuses = await Promise.all(inflight);
-  const code = await Promise.race([server.exited, Bun.sleep(10_000).then(() => "timeout")]);
+  const code = await Promise.race([serving.exited, Bun.sleep(10_000).then(() => "timeout")]);
   if (code !== 0) fail(`exit after SIGTERM was ${code}`);
   const broken = statuses.filter((s) => s !== 201 && s !== 503);
   if (broken.length > 0) fail(`in-flight requests were not answered: ${broken.join(", ")}`);
@@ -129,7 +132,15 @@ try {
   console.log(
     `smoke: ok — binary served from an empty directory (${workers > 1 ? `${workers} workers` : "one process"}), RS256 token signed by ${signers.libcrypto} verified, SIGTERM exit 0 in ${Date.now() - stoppedAt} ms`,
   );
+} catch (error) {
+  if (!(error instanceof SmokeFailure)) throw error;
+  console.error(`smoke: FAILED: ${error.message}`);
+  process.exitCode = 1;
 } finally {
-  if (server.exitCode === null) server.kill("SIGKILL");
+  // A failure must not leave the server (and through it, its workers) running.
+  if (server !== undefined && server.exitCode === null) {
+    server.kill("SIGKILL");
+    await server.exited;
+  }
   rmSync(dir, { recursive: true, force: true });
 }
