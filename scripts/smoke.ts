@@ -56,6 +56,13 @@ try {
   const logRead = (async () => {
     for await (const chunk of serving.stdout) logText += new TextDecoder().decode(chunk);
   })();
+  /** The log's whole lines as objects: the last piece may still be arriving. */
+  const logEntries = () =>
+    logText
+      .split("\n")
+      .slice(0, -1)
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as Record<string, string>);
   const deadline = Date.now() + 10_000;
   for (;;) {
     if (serving.exitCode !== null) fail(`server exited early with ${serving.exitCode}: ${await new Response(serving.stderr).text()}`);
@@ -66,14 +73,7 @@ try {
   }
 
   // The signers line comes after the first answers (libcrypto loads once the server answers).
-  // Only whole lines are read: the last piece may still be arriving.
-  const signersLine = () =>
-    logText
-      .split("\n")
-      .slice(0, -1)
-      .filter((line) => line.startsWith("{"))
-      .map((line) => JSON.parse(line) as Record<string, string>)
-      .find((entry) => entry.msg === "signers");
+  const signersLine = () => logEntries().find((entry) => entry.msg === "signers");
   let signers = signersLine();
   while (signers === undefined && Date.now() <= deadline && serving.exitCode === null) {
     await Bun.sleep(50);
@@ -125,7 +125,7 @@ try {
   if (broken.length > 0) fail(`in-flight requests were not answered: ${broken.join(", ")}`);
   // The default TOKENMINT_WORKERS (one per core): the binary started that many copies of itself.
   await logRead;
-  const log = logText.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Record<string, unknown>);
+  const log = logEntries();
   const workers = Number(log.find((line) => line.msg === "tokenmint started")?.workers ?? 1);
   const workerLines = log.filter((line) => line.msg === "worker started").length;
   if (workers > 1 && workerLines !== workers) fail(`${workers} workers announced, ${workerLines} started`);
