@@ -24,7 +24,7 @@ import { projectRoutes } from "./http/routes/v1/project.ts";
 import { providerRoutes } from "./http/routes/v1/providers.ts";
 import { tokenRoutes } from "./http/routes/v1/tokens.ts";
 import { wellKnownRoutes } from "./http/routes/well-known.ts";
-import { answerAtEndOfTurn, releaseAtEndOfTurn } from "./runtime/end-of-turn.ts";
+import { releaseAtEndOfTurn } from "./runtime/end-of-turn.ts";
 import { canonicalParams } from "./core/ids.ts";
 import { EmptyBody } from "./schemas/common.ts";
 import { AppError } from "./errors.ts";
@@ -129,8 +129,10 @@ function refuseUnusableHost(ctx: AppContext, routes: readonly RouteDef[], reques
  * something was written since the last request). The routes asked most, token issuance and
  * discovery, are answered by the direct lane (http/direct.ts), without Elysia's per-request
  * pipeline, whenever all goes well; the app answers everything else, refusals of those routes
- * included. Every answer leaves at the end of the loop's turn, with the others of that
- * turn (runtime/end-of-turn.ts).
+ * included. An answer that comes later (a token, anything through the app) leaves at the end of
+ * the loop's turn in which it is ready, with the others of that turn (runtime/end-of-turn.ts); an
+ * answer ready at once (the JWKS, discovery, health) leaves at once, within the request's own
+ * callback, which costs the runtime less than holding it (README, "Answers leave together").
  */
 export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Request) => Response | Promise<Response> } {
   const routes = routeTable(ctx);
@@ -141,7 +143,7 @@ export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Reques
     // Whatever was written before this request, by any process, is what it sees.
     const caughtUp = ctx.keys.follow();
     const answer = caughtUp === undefined ? (direct(request) ?? app.handle(request)) : caughtUp.then(() => direct(request) ?? app.handle(request));
-    return answer instanceof Promise ? releaseAtEndOfTurn(answer) : answerAtEndOfTurn(answer);
+    return answer instanceof Promise ? releaseAtEndOfTurn(answer) : answer;
   };
   return { app, fetch };
 }

@@ -186,6 +186,24 @@ describe("direct lane", () => {
     expect({ status: conditional.status, viaApp: conditional.viaApp }).toEqual({ status: 304, viaApp: false });
   });
 
+  test("the fetch handler sends an answer ready at once as it is, and holds a token's answer to the end of the turn", async () => {
+    const get = (path: string) => t.fetch(new Request(`http://localhost${path}`));
+    // The first request after the writes of beforeAll waits for the process to catch up with them.
+    await get("/.well-known/jwks");
+    for (const path of ["/.well-known/jwks", "/.well-known/openid-configuration", "/healthz"]) {
+      const answer = get(path);
+      expect({ path, ready: answer instanceof Response }).toEqual({ path, ready: true });
+      expect((answer as Response).status).toBe(200);
+    }
+    const token = t.fetch(request({ path: tokens, headers: api(JSON_TYPE), body: "{}" }));
+    expect(token).toBeInstanceOf(Promise);
+    let settled = false;
+    void Promise.resolve(token).then(() => (settled = true));
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+    expect(settled).toBe(false);
+    expect((await token).status).toBe(201);
+  });
+
   test("the health checks are answered by the lane, so a process just started answers them without compiling the app's pipeline", async () => {
     const fresh = await buildTestApp();
     try {

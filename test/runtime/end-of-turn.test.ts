@@ -4,7 +4,7 @@
  * instead of holding it for the whole batch, and a ready answer never waits behind that work.
  */
 import { describe, expect, test } from "bun:test";
-import { answerAtEndOfTurn, atEndOfTurn, BUDGET_MS, releaseAtEndOfTurn } from "../../src/runtime/end-of-turn.ts";
+import { atEndOfTurn, BUDGET_MS, releaseAtEndOfTurn } from "../../src/runtime/end-of-turn.ts";
 
 const busy = (ms: number) => {
   const until = performance.now() + ms;
@@ -64,7 +64,7 @@ describe("answers and work", () => {
   test("a ready answer leaves after at most one budget of held work, not after all of it", async () => {
     const order: string[] = [];
     const work = [0, 1, 2, 3].map((i) => atEndOfTurn(() => (busy(BUDGET_MS), order.push(`sign ${i}`))));
-    const answer = answerAtEndOfTurn("answer").then((a) => order.push(a));
+    const answer = releaseAtEndOfTurn(Promise.resolve("answer")).then((a) => order.push(a));
     await Promise.all([...work, answer]);
     expect(order.indexOf("answer")).toBeLessThanOrEqual(1);
     expect(order.filter((o) => o.startsWith("sign"))).toEqual(["sign 0", "sign 1", "sign 2", "sign 3"]);
