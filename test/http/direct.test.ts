@@ -186,7 +186,7 @@ describe("direct lane", () => {
     expect({ status: conditional.status, viaApp: conditional.viaApp }).toEqual({ status: 304, viaApp: false });
   });
 
-  test("the fetch handler sends an answer ready at once as it is, and holds a token's answer to the end of the turn", async () => {
+  test("the fetch handler sends an answer ready at once as it is; a token's answer comes later, after a turn of the loop", async () => {
     const get = (path: string) => t.fetch(new Request(`http://localhost${path}`));
     // The first request after the writes of beforeAll waits for the process to catch up with them.
     await get("/.well-known/jwks");
@@ -195,6 +195,8 @@ describe("direct lane", () => {
       expect({ path, ready: answer instanceof Response }).toEqual({ path, ready: true });
       expect((answer as Response).status).toBe(200);
     }
+    // A token is signed, and its answer released, at the end of a turn (runtime/end-of-turn.ts):
+    // never within the request's own callback, nor a few microtasks later.
     const token = t.fetch(request({ path: tokens, headers: api(JSON_TYPE), body: "{}" }));
     expect(token).toBeInstanceOf(Promise);
     let settled = false;
