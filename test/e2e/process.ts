@@ -120,8 +120,8 @@ export class TokenmintProcess {
     return this.#proc.exitCode !== null || this.#proc.signalCode !== null;
   }
 
-  /** The signal that ended the process, if any. */
-  get signalCode(): string | null {
+  /** The signal that ended the process, if any (its name; a number only for a signal Bun cannot name). */
+  get signalCode(): NodeJS.Signals | number | null {
     return this.#proc.signalCode;
   }
 
