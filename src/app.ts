@@ -24,7 +24,6 @@ import { projectRoutes } from "./http/routes/v1/project.ts";
 import { providerRoutes } from "./http/routes/v1/providers.ts";
 import { tokenRoutes } from "./http/routes/v1/tokens.ts";
 import { wellKnownRoutes } from "./http/routes/well-known.ts";
-import { releaseAtEndOfTurn } from "./runtime/end-of-turn.ts";
 import { canonicalParams } from "./core/ids.ts";
 import { EmptyBody } from "./schemas/common.ts";
 import { AppError } from "./errors.ts";
@@ -129,10 +128,9 @@ function refuseUnusableHost(ctx: AppContext, routes: readonly RouteDef[], reques
  * something was written since the last request). The routes asked most, token issuance and
  * discovery, are answered by the direct lane (http/direct.ts), without Elysia's per-request
  * pipeline, whenever all goes well; the app answers everything else, refusals of those routes
- * included. An answer that comes later (a token, anything through the app) leaves at the end of
- * the loop's turn in which it is ready, with the others of that turn (runtime/end-of-turn.ts); an
- * answer ready at once (the JWKS, discovery, health) leaves at once, within the request's own
- * callback, which costs the runtime less than holding it (README, "Answers leave together").
+ * included. Every answer leaves as soon as it is ready: the JWKS, discovery and health within
+ * the request's own callback, a token right after the batch of signatures that completes it
+ * (runtime/end-of-turn.ts; README, "Signatures are made together").
  */
 export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Request) => Response | Promise<Response> } {
   const routes = routeTable(ctx);
@@ -142,8 +140,7 @@ export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Reques
     if (!hasUsableUrl(request)) return refuseUnusableHost(ctx, routes, request);
     // Whatever was written before this request, by any process, is what it sees.
     const caughtUp = ctx.keys.follow();
-    const answer = caughtUp === undefined ? (direct(request) ?? app.handle(request)) : caughtUp.then(() => direct(request) ?? app.handle(request));
-    return answer instanceof Promise ? releaseAtEndOfTurn(answer) : answer;
+    return caughtUp === undefined ? (direct(request) ?? app.handle(request)) : caughtUp.then(() => direct(request) ?? app.handle(request));
   };
   return { app, fetch };
 }

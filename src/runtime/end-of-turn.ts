@@ -1,19 +1,16 @@
 /**
  * @module runtime/end-of-turn
  * Work that is held until the end of the current turn of the event loop and then done in one
- * batch with everything else held in that turn.
+ * batch with everything else held in that turn: the signatures of the tokens.
  *
- * Under load one turn reads many requests. Answering each as soon as its promise settles
- * interleaves their writes with the reading and handling of the others; holding those answers
- * until the turn ends sends them out together, which costs the server much less CPU per request
- * (README, "Answers leave together", has the A/B runs). An answer that is ready within the
- * request's own callback is not held: it costs least sent at once. Signatures are batched the
- * same way: made back to back, they cost a few microseconds less each.
+ * Under load one turn reads many requests. Signing each as its request is handled interleaves
+ * the signatures with the reading and handling of the others; made back to back at the end of
+ * the turn, they cost the server much less CPU per token, and the answers they complete leave
+ * together, right after their batch (README, "Signatures are made together", has the A/B runs).
  *
  * A batch yields after BUDGET_MS and goes on in the next turn, so a batch of slow jobs (RSA
- * signatures take most of a millisecond each) never keeps the loop from reading for long. Answers
- * have their own queue, so a ready answer never waits behind signatures. At low load a batch
- * holds one job and the wait is one turn of the loop.
+ * signatures take most of a millisecond each) never keeps the loop from reading for long. At low
+ * load a batch holds one job and the wait is one turn of the loop.
  */
 
 /** How long one batch may run before the rest waits for the next turn, in milliseconds. */
@@ -70,12 +67,7 @@ class EndOfTurnQueue {
   }
 }
 
-/**
- * Two queues, so an answer that is ready never waits behind signatures asked for after it: a
- * ready answer waits at most for one budget of signing.
- */
 const work = new EndOfTurnQueue();
-const answers = new EndOfTurnQueue();
 
 /**
  * Runs `job` at the end of the current turn, in one batch with the other jobs held in this turn
@@ -83,18 +75,4 @@ const answers = new EndOfTurnQueue();
  */
 export function atEndOfTurn<T>(job: () => T): Promise<Awaited<T>> {
   return work.hold(job);
-}
-
-/**
- * Settles like `pending`, but not before the end of the turn in which `pending` settled: the
- * answer of a request is released with the other answers that became ready in that turn.
- */
-export function releaseAtEndOfTurn<T>(pending: Promise<T>): Promise<T> {
-  return pending.then(
-    (value) => answers.hold(() => value) as Promise<T>,
-    (error: unknown) =>
-      answers.hold(() => {
-        throw error;
-      }),
-  );
 }

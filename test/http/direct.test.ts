@@ -195,7 +195,7 @@ describe("direct lane", () => {
       expect({ path, ready: answer instanceof Response }).toEqual({ path, ready: true });
       expect((answer as Response).status).toBe(200);
     }
-    // A token is signed, and its answer released, at the end of a turn (runtime/end-of-turn.ts):
+    // A token is signed at the end of a turn (runtime/end-of-turn.ts), and its answer follows:
     // never within the request's own callback, nor a few microtasks later.
     const token = t.fetch(request({ path: tokens, headers: api(JSON_TYPE), body: "{}" }));
     expect(token).toBeInstanceOf(Promise);
@@ -253,6 +253,8 @@ describe("direct lane", () => {
     const logged = await buildTestApp({ logLines: lines });
     try {
       const ids = await createProviderAndClient(logged);
+      // The app logs a request once its answer has gone (an after-response hook): let the last one land.
+      await new Promise((resolve) => setImmediate(resolve));
       const path = `/v1/providers/${ids.providerId}/clients/${ids.clientId}/tokens`;
       const requestLines = () => lines.filter((line) => line.includes('"msg":"request"')).map((line) => JSON.parse(line) as Record<string, unknown>);
       const before = requestLines().length;

@@ -1,10 +1,10 @@
 /**
  * Work held to the end of the loop's turn: it runs once the current turn's code is done, in the
- * order it came, each caller gets its own result or error, a long batch lets the loop in between
- * instead of holding it for the whole batch, and a ready answer never waits behind that work.
+ * order it came, each caller gets its own result or error, and a long batch lets the loop in
+ * between instead of holding it for the whole batch.
  */
 import { describe, expect, test } from "bun:test";
-import { atEndOfTurn, BUDGET_MS, releaseAtEndOfTurn } from "../../src/runtime/end-of-turn.ts";
+import { atEndOfTurn, BUDGET_MS } from "../../src/runtime/end-of-turn.ts";
 
 const busy = (ms: number) => {
   const until = performance.now() + ms;
@@ -44,29 +44,5 @@ describe("atEndOfTurn", () => {
     expect(order).toContain("loop");
     expect(order.indexOf("loop")).toBeLessThan(order.indexOf("job 3"));
     expect(order.filter((o) => o.startsWith("job"))).toEqual(["job 0", "job 1", "job 2", "job 3"]);
-  });
-});
-
-describe("releaseAtEndOfTurn", () => {
-  test("settles like the promise it holds, not before the turn ends", async () => {
-    let released = false;
-    const held = releaseAtEndOfTurn(Promise.resolve(new Response("ok", { status: 201 }))).then((r) => ((released = true), r));
-    for (let i = 0; i < 5; i++) await Promise.resolve();
-    expect(released).toBe(false);
-    const response = await held;
-    expect(response.status).toBe(201);
-    expect(await response.text()).toBe("ok");
-    await expect(releaseAtEndOfTurn(Promise.reject(new Error("boom")))).rejects.toThrow("boom");
-  });
-});
-
-describe("answers and work", () => {
-  test("a ready answer leaves after at most one budget of held work, not after all of it", async () => {
-    const order: string[] = [];
-    const work = [0, 1, 2, 3].map((i) => atEndOfTurn(() => (busy(BUDGET_MS), order.push(`sign ${i}`))));
-    const answer = releaseAtEndOfTurn(Promise.resolve("answer")).then((a) => order.push(a));
-    await Promise.all([...work, answer]);
-    expect(order.indexOf("answer")).toBeLessThanOrEqual(1);
-    expect(order.filter((o) => o.startsWith("sign"))).toEqual(["sign 0", "sign 1", "sign 2", "sign 3"]);
   });
 });
