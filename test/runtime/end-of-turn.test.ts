@@ -1,7 +1,7 @@
 /**
  * Work held to the end of the loop's turn: it runs once the current turn's code is done, in the
  * order it came, each caller gets its own result or error, and a long batch lets the loop in
- * between instead of holding it for the whole batch.
+ * between instead of holding it for the whole batch, its callers hearing their results first.
  */
 import { describe, expect, test } from "bun:test";
 import { atEndOfTurn, BUDGET_MS } from "../../src/runtime/end-of-turn.ts";
@@ -44,5 +44,14 @@ describe("atEndOfTurn", () => {
     expect(order).toContain("loop");
     expect(order.indexOf("loop")).toBeLessThan(order.indexOf("job 3"));
     expect(order.filter((o) => o.startsWith("job"))).toEqual(["job 0", "job 1", "job 2", "job 3"]);
+  });
+
+  test("a caller hears its result right after its batch, before the jobs put off to a later turn run", async () => {
+    // A token's answer leaves when its signature's batch ends, not after the signatures behind it.
+    const order: string[] = [];
+    const callers = [0, 1, 2, 3].map((i) => atEndOfTurn(() => (busy(BUDGET_MS), order.push(`job ${i}`), i)).then((v) => order.push(`caller ${v}`)));
+    await Promise.all(callers);
+    expect(order.indexOf("caller 0")).toBeGreaterThan(order.indexOf("job 0"));
+    expect(order.indexOf("caller 0")).toBeLessThan(order.indexOf("job 1"));
   });
 });
