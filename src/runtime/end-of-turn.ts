@@ -27,52 +27,43 @@ const nextTurn: (callback: () => void) => void =
   typeof globalThis.setImmediate === "function" ? (callback) => void globalThis.setImmediate(callback) : (callback) => void setTimeout(callback, 0);
 
 /** Jobs held to the end of the turn, run in the order they came, BUDGET_MS at a time. */
-class EndOfTurnQueue {
-  #jobs: Job[] = [];
-  #scheduled = false;
-  readonly #flush = () => this.#run();
+let held: Job[] = [];
+let scheduled = false;
 
-  hold<T>(job: () => T): Promise<Awaited<T>> {
-    return new Promise<Awaited<T>>((resolve, reject) => {
-      this.#jobs.push({ run: job, resolve: resolve as (value: unknown) => void, reject });
-      this.#schedule();
-    });
-  }
+function schedule(): void {
+  if (scheduled) return;
+  scheduled = true;
+  nextTurn(runBatch);
+}
 
-  #schedule(): void {
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    nextTurn(this.#flush);
-  }
-
-  #run(): void {
-    this.#scheduled = false;
-    const jobs = this.#jobs;
-    this.#jobs = [];
-    const started = performance.now();
-    for (let i = 0; i < jobs.length; i++) {
-      const job = jobs[i] as Job;
-      try {
-        job.resolve(job.run());
-      } catch (error) {
-        job.reject(error);
-      }
-      if (i + 1 < jobs.length && performance.now() - started >= BUDGET_MS) {
-        // The rest of this batch goes first next turn; jobs held while it ran follow it.
-        this.#jobs = jobs.slice(i + 1).concat(this.#jobs);
-        this.#schedule();
-        return;
-      }
+function runBatch(): void {
+  scheduled = false;
+  const jobs = held;
+  held = [];
+  const started = performance.now();
+  for (let i = 0; i < jobs.length; i++) {
+    const job = jobs[i] as Job;
+    try {
+      job.resolve(job.run());
+    } catch (error) {
+      job.reject(error);
+    }
+    if (i + 1 < jobs.length && performance.now() - started >= BUDGET_MS) {
+      // The rest of this batch goes first next turn; jobs held while it ran follow it.
+      held = jobs.slice(i + 1).concat(held);
+      schedule();
+      return;
     }
   }
 }
-
-const work = new EndOfTurnQueue();
 
 /**
  * Runs `job` at the end of the current turn, in one batch with the other jobs held in this turn
  * (in the order they came), and resolves with its result or rejects with what it threw.
  */
 export function atEndOfTurn<T>(job: () => T): Promise<Awaited<T>> {
-  return work.hold(job);
+  return new Promise<Awaited<T>>((resolve, reject) => {
+    held.push({ run: job, resolve: resolve as (value: unknown) => void, reject });
+    schedule();
+  });
 }
