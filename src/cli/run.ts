@@ -18,7 +18,7 @@ import { restoreCommand } from "./restore.ts";
 import { checkListeners, serve, serveWorker, stopSignal } from "./serve.ts";
 import { lockDataDir } from "./serve-lock.ts";
 import { servePrimary } from "./serve-primary.ts";
-import { workerNumber } from "./worker-ipc.ts";
+import { awaitGo, workerNumber } from "./worker-ipc.ts";
 import { ConfigError, loadConfig } from "../config/load.ts";
 import { systemClock } from "../context.ts";
 import { AppError } from "../errors.ts";
@@ -101,6 +101,8 @@ async function run(args: ParsedArgs): Promise<number> {
   if (command !== "serve" && args.words[1] !== "create" && !hasData) {
     throw new AppError("not_found", `no data yet in ${config.dataDir}; start the server or create an API key or project first`);
   }
+  // A worker loaded while its primary checked the data; it opens the data once the primary is done.
+  if (worker !== undefined && !(await awaitGo())) return 0;
   // A worker's primary says which signers this machine uses; a CLI command says it at debug level.
   const announceSigners = command === "serve" ? false : config.logLevel === "debug";
   const ctx = await openContext(config, logger, systemClock, {

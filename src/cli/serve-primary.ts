@@ -1,12 +1,12 @@
 /**
  * @module cli/serve-primary
- * `tokenmint serve` with TOKENMINT_WORKERS above 1: this process is the primary. It checks and
- * initialises the data once (the same start-up as a single process, so a bad setting or a wrong
- * master key is one line on stderr) under the data directory's lock, makes sure no one else holds
- * the port, and starts the workers, all at once: each is this same program (serve.ts's
- * `serveWorker`) listening on the one port with SO_REUSEPORT, so the kernel spreads connections
- * over them. Every worker runs the key timer itself; the compare-and-swap on the key set keeps it
- * to one rotation per period.
+ * `tokenmint serve` with TOKENMINT_WORKERS above 1: this process is the primary. It starts the
+ * workers, all at once: each is this same program (serve.ts's `serveWorker`) listening on the one
+ * port with SO_REUSEPORT, so the kernel spreads connections over them. While they load, it checks
+ * and initialises the data once (the same start-up as a single process, so a bad setting or a
+ * wrong master key is one line on stderr) under the data directory's lock and makes sure no one
+ * else holds the port; then it lets them go, and they open the data and listen. Every worker runs
+ * the key timer itself; the compare-and-swap on the key set keeps it to one rotation per period.
  *
  * The primary serves no API. It restarts a worker that dies (after 0.5 s, doubling for each
  * crash in a row up to 30 s), runs the log retention, and serves the metrics listener: each
@@ -46,36 +46,51 @@ const EXIT_GRACE_MS = 5_000;
  * caller holds the data directory's lock.
  */
 export async function servePrimary(config: Config, logger: Logger, clock: Clock): Promise<number> {
+  // The workers load their code (most of a process's start) while this one checks the data, on
+  // the core it leaves idle; none opens the data before pool.start() lets it.
+  const pool = new WorkerPool(config.workers, logger);
+  pool.spawn();
   try {
-    // The one-time start-up (format, project, master key, first keys, bootstrap key) happens here,
-    // before any worker runs, so workers only ever find it done. The primary signs nothing: it
-    // leaves libcrypto alone until its workers answer.
-    const ctx = await openContext(config, logger, clock, { announceSigners: false, libcrypto: "never" });
-    const store = ctx.store.description;
-    await ctx.store.close();
-    return await supervise(config, logger, clock, store);
+    let store: string;
+    try {
+      // The one-time start-up (format, project, master key, first keys, bootstrap key) happens
+      // here, before any worker opens the data, so workers only ever find it done. The primary
+      // signs nothing: it leaves libcrypto alone until its workers answer.
+      const ctx = await openContext(config, logger, clock, { announceSigners: false, libcrypto: "never" });
+      store = ctx.store.description;
+      await ctx.store.close();
+    } catch (error) {
+      await pool.stop("SIGTERM");
+      throw error;
+    }
+    return await supervise(config, logger, clock, store, pool);
   } finally {
     logger.flush?.();
   }
 }
 
-async function supervise(config: Config, logger: Logger, clock: Clock, store: string): Promise<number> {
+async function supervise(config: Config, logger: Logger, clock: Clock, store: string, pool: WorkerPool): Promise<number> {
   const stopping = stopSignal();
   const { host, port, metricsHost, metricsPort, logFile, logRetentionDays, workers } = config;
   // Workers bind with SO_REUSEPORT, which would share the port with another such listener rather
   // than fail: a plain bind first reports a port that anyone holds. checkListeners did one before
-  // the data was opened; this one, right before the workers start, closes the window start-up left.
-  await probeListener("api", host, port);
-  const pool = new WorkerPool(workers, logger);
+  // the data was opened; this one, right before the workers listen, closes the window start-up left.
   const own = createServiceMetrics({ ...processSources(), keyStatus: () => undefined, now: () => clock.now() });
-  const metricsServer =
-    metricsPort === undefined
-      ? undefined
-      : listen("metrics", metricsHost, metricsPort, {
-          maxRequestBodySize: 64 * 1024,
-          fetch: asyncMetricsHandler(() => pool.metrics(own.render())),
-          development: false,
-        });
+  let metricsServer: ReturnType<typeof listen> | undefined;
+  try {
+    await probeListener("api", host, port);
+    metricsServer =
+      metricsPort === undefined
+        ? undefined
+        : listen("metrics", metricsHost, metricsPort, {
+            maxRequestBodySize: 64 * 1024,
+            fetch: asyncMetricsHandler(() => pool.metrics(own.render())),
+            development: false,
+          });
+  } catch (error) {
+    await pool.stop("SIGTERM");
+    throw error;
+  }
   try {
     const first = await Promise.race([pool.start().then(() => undefined), stopping]);
     if (first === undefined) {
@@ -102,6 +117,10 @@ async function supervise(config: Config, logger: Logger, clock: Clock, store: st
 interface Slot {
   readonly number: number;
   proc?: Subprocess;
+  /** The worker has loaded and waits for its go (worker-ipc.ts, `awaitGo`). */
+  loaded: boolean;
+  /** The worker was let go: it may have opened the data, so it stops as a server does. */
+  released: boolean;
   ready: boolean;
   startedAt: number;
   /** Crashes in a row (each after less than STABLE_AFTER_MS of running). */
@@ -109,7 +128,7 @@ interface Slot {
   restart?: ReturnType<typeof setTimeout>;
   /** The worker's metrics at the last scrape it answered. */
   lastMetrics?: string;
-  /** Settles the first start (pool.start). */
+  /** Settles the first start (pool.spawn, pool.start). */
   started?: { resolve: () => void; reject: (error: Error) => void };
 }
 
@@ -118,6 +137,10 @@ class WorkerPool {
   readonly #logger: Logger;
   readonly #slots: Slot[];
   #stopping = false;
+  /** start() was called: workers are let go as soon as they have loaded. */
+  #open = false;
+  /** Every worker of the first spawn listens; rejected when one exits before. */
+  #first: Promise<void> = Promise.resolve();
   /** Counters and histograms of workers that have exited, as they last reported them. */
   #retired = "";
   #requestId = 0;
@@ -125,27 +148,55 @@ class WorkerPool {
 
   constructor(count: number, logger: Logger) {
     this.#logger = logger;
-    this.#slots = Array.from({ length: count }, (_, i) => ({ number: i + 1, ready: false, startedAt: 0, crashes: 0 }));
+    this.#slots = Array.from({ length: count }, (_, i) => ({ number: i + 1, loaded: false, released: false, ready: false, startedAt: 0, crashes: 0 }));
   }
 
-  /** Starts every worker at once; resolves when all listen, rejects when one exits first. */
-  start(): Promise<void> {
-    return Promise.all(
+  /** Starts every worker at once. Each loads its code, then waits for start() before it opens the data. */
+  spawn(): void {
+    this.#first = Promise.all(
       this.#slots.map(
         (slot) =>
           new Promise<void>((resolve, reject) => {
-            const timer = setTimeout(() => reject(new StartupError(`worker ${slot.number} did not start within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
-            slot.started = {
-              resolve: () => (clearTimeout(timer), resolve()),
-              reject: (error) => (clearTimeout(timer), reject(error)),
-            };
+            slot.started = { resolve, reject };
             this.#spawn(slot);
           }),
       ),
     ).then(() => undefined);
+    // start() hands this on; a worker that exits before then must not be an unhandled rejection.
+    this.#first.catch(() => {});
+  }
+
+  /**
+   * Lets the workers open the data and listen. Resolves when all listen; rejects when one exits
+   * first (also before this call) or does not listen within START_TIMEOUT_MS.
+   */
+  start(): Promise<void> {
+    this.#open = true;
+    for (const slot of this.#slots) {
+      const started = slot.started;
+      if (started === undefined) continue;
+      const timer = setTimeout(() => started.reject(new StartupError(`worker ${slot.number} did not start within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
+      slot.started = {
+        resolve: () => (clearTimeout(timer), started.resolve()),
+        reject: (error) => (clearTimeout(timer), started.reject(error)),
+      };
+      if (slot.loaded) this.#go(slot);
+    }
+    return this.#first;
+  }
+
+  #go(slot: Slot): void {
+    slot.released = true;
+    try {
+      slot.proc?.send({ type: "go" });
+    } catch {
+      // It has exited; #onExit deals with that.
+    }
   }
 
   #spawn(slot: Slot): void {
+    slot.loaded = false;
+    slot.released = false;
     slot.ready = false;
     slot.startedAt = Date.now();
     slot.proc = Bun.spawn(selfCommand(), {
@@ -159,11 +210,14 @@ class WorkerPool {
 
   #onMessage(slot: Slot, message: unknown): void {
     if (!isWorkerMessage(message)) return;
-    if (message.type === "ready") {
+    if (message.type === "loaded") {
+      slot.loaded = true;
+      if (this.#open && !this.#stopping) this.#go(slot);
+    } else if (message.type === "ready") {
       slot.ready = true;
       slot.started?.resolve();
       slot.started = undefined;
-    } else if (message.text !== undefined) {
+    } else if (message.type === "metrics" && message.text !== undefined) {
       slot.lastMetrics = message.text;
       this.#pending.get(message.id)?.(message.text);
     }
@@ -219,7 +273,10 @@ class WorkerPool {
     }
   }
 
-  /** Passes `signal` to every worker and waits for all to exit (killing one that outlasts its drain). */
+  /**
+   * Passes `signal` to every worker and waits for all to exit (killing one that outlasts its
+   * drain). A worker not yet let go has opened nothing and would wait on: it is killed.
+   */
   async stop(signal: NodeJS.Signals): Promise<void> {
     this.#stopping = true;
     const running: Subprocess[] = [];
@@ -227,9 +284,10 @@ class WorkerPool {
       if (slot.restart !== undefined) clearTimeout(slot.restart);
       slot.started?.resolve();
       slot.started = undefined;
-      if (slot.proc !== undefined) running.push(slot.proc);
+      if (slot.proc === undefined) continue;
+      running.push(slot.proc);
+      slot.proc.kill(slot.released ? signal : "SIGKILL");
     }
-    for (const proc of running) proc.kill(signal);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const exited = await Promise.race([
       Promise.all(running.map((proc) => proc.exited)).then(() => true),

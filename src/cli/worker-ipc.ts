@@ -10,6 +10,20 @@
 /** Environment variable naming a worker's number (1..N). */
 export const WORKER_ENV = "TOKENMINT_WORKER";
 
+/**
+ * Worker → primary: this worker's code is loaded, and it waits for a go before it opens the data.
+ * The primary starts its workers before it checks and initialises the data itself, so that they
+ * load meanwhile, and lets them go once that is done.
+ */
+export interface LoadedMessage {
+  type: "loaded";
+}
+
+/** Primary → worker: the data is ready; open it and listen. */
+export interface GoMessage {
+  type: "go";
+}
+
 /** Worker → primary: the API listener is bound and serving. */
 export interface ReadyMessage {
   type: "ready";
@@ -30,12 +44,35 @@ export interface MetricsMessage {
 /** How often a worker reports its metrics to the primary unasked. */
 export const METRICS_REPORT_MS = 1_000;
 
-export type WorkerMessage = ReadyMessage | MetricsMessage;
+export type WorkerMessage = LoadedMessage | GoMessage | ReadyMessage | MetricsMessage;
 
 export function isWorkerMessage(value: unknown): value is WorkerMessage {
   if (typeof value !== "object" || value === null) return false;
   const { type, id } = value as { type?: unknown; id?: unknown };
-  return type === "ready" || (type === "metrics" && typeof id === "number");
+  return type === "loaded" || type === "go" || type === "ready" || (type === "metrics" && typeof id === "number");
+}
+
+/**
+ * In a worker: tells the primary that it has loaded, and waits for its go. Resolves true on the go, false
+ * when the primary goes away first (the worker then exits without opening anything). A signal
+ * meanwhile does not end the wait: the worker starts and then stops, as any server does that is
+ * signalled during start-up, and a primary that stops before it lets its workers go kills them.
+ */
+export function awaitGo(): Promise<boolean> {
+  return new Promise((resolve) => {
+    const settle = (go: boolean) => {
+      process.off("message", onMessage);
+      process.off("disconnect", onDisconnect);
+      resolve(go);
+    };
+    const onMessage = (message: unknown) => {
+      if (isWorkerMessage(message) && message.type === "go") settle(true);
+    };
+    const onDisconnect = () => settle(false);
+    process.on("message", onMessage);
+    process.on("disconnect", onDisconnect);
+    process.send?.({ type: "loaded" } satisfies LoadedMessage);
+  });
 }
 
 /** This process's worker number, or undefined when it is not a worker of a primary. */

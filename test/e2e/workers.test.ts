@@ -4,17 +4,19 @@
  * rotated or revoked signing key, new project, custom domain) is seen by every worker within a
  * second; a worker loads libcrypto only once it signs RS256, and only the primary logs the
  * signers; the metrics listener reports the whole instance; a killed worker is restarted; workers
- * never outlive their primary.
+ * never outlive their primary. The workers load while the primary checks and initialises the data,
+ * and open it only after: a primary that refuses the data leaves no worker behind.
  *
  * Requests go on fresh connections (`Connection: close`), so the kernel spreads them over both
  * workers; the request log names the worker that answered, which shows that both did.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { decodeProtectedHeader, type JSONWebKeySet } from "jose";
 import { METRICS_REPORT_MS } from "../../src/cli/worker-ipc.ts";
 import { openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
-import { cleanup, freePort, isAlive, runTokenmint, startServer, waitFor, type Server, type ServerOptions } from "./process.ts";
+import { cleanup, freePort, isAlive, newMasterKey, runTokenmint, startServer, waitFor, type Server, type ServerOptions } from "./process.ts";
 
 afterEach(cleanup);
 
@@ -367,5 +369,49 @@ describe(`serve with ${WORKERS} workers`, () => {
     // The port is free again.
     const probe = Bun.serve({ hostname: "127.0.0.1", port: server.port, fetch: () => new Response() });
     await probe.stop(true);
+  }, 30_000);
+});
+
+/** Pids of the live processes whose environment names `dataDir` as their data directory. */
+function processesOf(dataDir: string): number[] {
+  const needle = `\0TOKENMINT_DATA_DIR=${dataDir}\0`;
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let environ: string;
+    try {
+      environ = `\0${readFileSync(`/proc/${entry}/environ`, "latin1")}`;
+    } catch {
+      continue;
+    }
+    if (environ.includes(needle) && isAlive(Number(entry))) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+describe(`start-up with ${WORKERS} workers`, () => {
+  test("a new data directory is initialised once, by the primary: one master key is generated, and every worker signs with the keys it sealed", async () => {
+    const instance = await startInstance({ masterKey: null });
+    const { server, apiKey } = instance;
+    expect(existsSync(join(server.dataDir, "master.key"))).toBe(true);
+    expect(processesOf(server.dataDir)).toHaveLength(1 + WORKERS);
+    const generated = server.proc.logs().filter((line) => /master key generated/.test(String(line.msg)));
+    expect(generated).toHaveLength(1);
+    expect(generated[0]?.worker).toBeUndefined();
+    const [kid] = await jwksKids(await fresh(server, "/.well-known/jwks"));
+    const { tokenPath } = await providerAndClient(instance);
+    await seenByEveryWorker(server, "a token signed with the published key", TOKENS, () => fresh(server, tokenPath, { method: "POST", apiKey, body: {} }), async (res) => (await kidOf(res)) === kid);
+    expect(await server.proc.stop()).toBe(0);
+  }, 30_000);
+
+  test("a primary that refuses the data (a wrong master key) stops its workers with it: one line, exit 1, no worker left", async () => {
+    const first = await startServer();
+    expect(await first.proc.stop()).toBe(0);
+    const env = { ...first.env, TOKENMINT_WORKERS: String(WORKERS), TOKENMINT_MASTER_KEY: newMasterKey(), TOKENMINT_PORT: String(await freePort()) };
+    const result = await runTokenmint(["serve"], env, 8000);
+    expect(result.code).toBe(1);
+    expect(result.stderrLines).toHaveLength(1);
+    expect(result.stderrLines[0]).toMatch(/does not match/);
+    expect(processesOf(first.dataDir)).toEqual([]);
   }, 30_000);
 });
