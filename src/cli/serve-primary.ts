@@ -117,10 +117,8 @@ async function supervise(config: Config, logger: Logger, clock: Clock, store: st
 interface Slot {
   readonly number: number;
   proc?: Subprocess;
-  /** The worker has loaded and waits for its go (worker-ipc.ts, `awaitGo`). */
+  /** The worker has loaded; it waits for its go (worker-ipc.ts, `awaitGo`) until the pool is open. */
   loaded: boolean;
-  /** The worker was let go: it may have opened the data, so it stops as a server does. */
-  released: boolean;
   ready: boolean;
   startedAt: number;
   /** Crashes in a row (each after less than STABLE_AFTER_MS of running). */
@@ -148,7 +146,7 @@ class WorkerPool {
 
   constructor(count: number, logger: Logger) {
     this.#logger = logger;
-    this.#slots = Array.from({ length: count }, (_, i) => ({ number: i + 1, loaded: false, released: false, ready: false, startedAt: 0, crashes: 0 }));
+    this.#slots = Array.from({ length: count }, (_, i) => ({ number: i + 1, loaded: false, ready: false, startedAt: 0, crashes: 0 }));
   }
 
   /** Starts every worker at once. Each loads its code, then waits for start() before it opens the data. */
@@ -186,7 +184,6 @@ class WorkerPool {
   }
 
   #go(slot: Slot): void {
-    slot.released = true;
     try {
       slot.proc?.send({ type: "go" });
     } catch {
@@ -196,7 +193,6 @@ class WorkerPool {
 
   #spawn(slot: Slot): void {
     slot.loaded = false;
-    slot.released = false;
     slot.ready = false;
     slot.startedAt = Date.now();
     slot.proc = Bun.spawn(selfCommand(), {
@@ -275,9 +271,12 @@ class WorkerPool {
 
   /**
    * Passes `signal` to every worker and waits for all to exit (killing one that outlasts its
-   * drain). A worker not yet let go has opened nothing and would wait on: it is killed.
+   * drain). A worker not yet let go (not loaded, or the pool not open) has opened nothing and
+   * would wait on: it is killed.
    */
   async stop(signal: NodeJS.Signals): Promise<void> {
+    // Until now, a worker was let go exactly when it had loaded and the pool was open.
+    const letGo = (slot: Slot) => slot.loaded && this.#open;
     this.#stopping = true;
     const running: Subprocess[] = [];
     for (const slot of this.#slots) {
@@ -286,7 +285,7 @@ class WorkerPool {
       slot.started = undefined;
       if (slot.proc === undefined) continue;
       running.push(slot.proc);
-      slot.proc.kill(slot.released ? signal : "SIGKILL");
+      slot.proc.kill(letGo(slot) ? signal : "SIGKILL");
     }
     let timer: ReturnType<typeof setTimeout> | undefined;
     const exited = await Promise.race([
