@@ -51,19 +51,17 @@ export async function servePrimary(config: Config, logger: Logger, clock: Clock)
   const pool = new WorkerPool(config.workers, logger);
   pool.spawn();
   try {
-    let store: string;
-    try {
-      // The one-time start-up (format, project, master key, first keys, bootstrap key) happens
-      // here, before any worker opens the data, so workers only ever find it done. The primary
-      // signs nothing: it leaves libcrypto alone until its workers answer.
-      const ctx = await openContext(config, logger, clock, { announceSigners: false, libcrypto: "never" });
-      store = ctx.store.description;
-      await ctx.store.close();
-    } catch (error) {
-      await pool.stop("SIGTERM");
-      throw error;
-    }
+    // The one-time start-up (format, project, master key, first keys, bootstrap key) happens
+    // here, before any worker opens the data, so workers only ever find it done. The primary
+    // signs nothing: it leaves libcrypto alone until its workers answer.
+    const ctx = await openContext(config, logger, clock, { announceSigners: false, libcrypto: "never" });
+    const store = ctx.store.description;
+    await ctx.store.close();
     return await supervise(config, logger, clock, store, pool);
+  } catch (error) {
+    // A start-up that failed takes the workers with it.
+    await pool.stop("SIGTERM");
+    throw error;
   } finally {
     logger.flush?.();
   }
@@ -75,22 +73,16 @@ async function supervise(config: Config, logger: Logger, clock: Clock, store: st
   // Workers bind with SO_REUSEPORT, which would share the port with another such listener rather
   // than fail: a plain bind first reports a port that anyone holds. checkListeners did one before
   // the data was opened; this one, right before the workers listen, closes the window start-up left.
+  await probeListener("api", host, port);
   const own = createServiceMetrics({ ...processSources(), keyStatus: () => undefined, now: () => clock.now() });
-  let metricsServer: ReturnType<typeof listen> | undefined;
-  try {
-    await probeListener("api", host, port);
-    metricsServer =
-      metricsPort === undefined
-        ? undefined
-        : listen("metrics", metricsHost, metricsPort, {
-            maxRequestBodySize: 64 * 1024,
-            fetch: asyncMetricsHandler(() => pool.metrics(own.render())),
-            development: false,
-          });
-  } catch (error) {
-    await pool.stop("SIGTERM");
-    throw error;
-  }
+  const metricsServer =
+    metricsPort === undefined
+      ? undefined
+      : listen("metrics", metricsHost, metricsPort, {
+          maxRequestBodySize: 64 * 1024,
+          fetch: asyncMetricsHandler(() => pool.metrics(own.render())),
+          development: false,
+        });
   try {
     const first = await Promise.race([pool.start().then(() => undefined), stopping]);
     if (first === undefined) {
@@ -98,7 +90,6 @@ async function supervise(config: Config, logger: Logger, clock: Clock, store: st
       await logSigners(logger, new SignerFactory({ mode: config.signer, logger }));
     }
   } catch (error) {
-    await pool.stop("SIGTERM");
     await metricsServer?.stop(true);
     throw error;
   }

@@ -53,10 +53,11 @@ export function isWorkerMessage(value: unknown): value is WorkerMessage {
 }
 
 /**
- * In a worker: tells the primary that it has loaded, and waits for its go. Resolves true on the go, false
- * when the primary goes away first (the worker then exits without opening anything). A signal
- * meanwhile does not end the wait: the worker starts and then stops, as any server does that is
- * signalled during start-up, and a primary that stops before it lets its workers go kills them.
+ * In a worker: tells the primary that it has loaded, and waits for its go. Resolves true on the
+ * go, false when the primary goes away first (the worker then exits without opening anything). A
+ * signal meanwhile does not end the wait: the worker starts and then stops, as any server does
+ * that is signalled during start-up, and a primary that stops before it lets its workers go
+ * kills them.
  */
 export function awaitGo(): Promise<boolean> {
   return new Promise((resolve) => {
