@@ -130,7 +130,7 @@ function refuseUnusableHost(ctx: AppContext, routes: readonly RouteDef[], reques
  * pipeline, whenever all goes well; the app answers everything else, refusals of those routes
  * included. Every answer leaves as soon as it is ready: the JWKS, discovery and health within
  * the request's own callback, a token right after the batch of signatures that completes it
- * (runtime/end-of-turn.ts; README, "Signatures are made together").
+ * (runtime/end-of-turn.ts; docs/performance.md, "Signatures are made together").
  */
 export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Request) => Response | Promise<Response> } {
   const routes = routeTable(ctx);

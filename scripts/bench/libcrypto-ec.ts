@@ -1,9 +1,9 @@
 /**
  * ES256 and EdDSA through the system's OpenSSL 3 (`libcrypto.so.3`) via `bun:ffi`, for
  * scripts/bench-signers.ts only: the service signs these with node:crypto, which measured faster
- * (README, "Signers"). The measurement needs them to be real signers all the same, so each is
- * checked before it is timed: an ES256 signature must verify with node:crypto, and an Ed25519
- * signature (deterministic) must equal node:crypto's byte for byte.
+ * (docs/performance.md, "Signers"). The measurement needs them to be real signers all the same,
+ * so each is checked before it is timed: an ES256 signature must verify with node:crypto, and an
+ * Ed25519 signature (deterministic) must equal node:crypto's byte for byte.
  *
  * - ES256: SHA-256 of the input (node:crypto, one shot), then `EVP_PKEY_sign` on a context
  *   initialised once per key, as `openssl speed` signs; OpenSSL's DER signature becomes the JWS

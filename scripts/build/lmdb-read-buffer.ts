@@ -6,8 +6,8 @@
  * fit. JavaScriptCore counts that buffer as heap memory of the process, and with it in the heap
  * the runtime's allocator hands memory back to the kernel and takes it again far more often under
  * load (page faults and TLB flushes on every request). Starting the buffer at READ_BUFFER_BYTES
- * instead lets the big one be collected, and a request costs less CPU (README, "lmdb's read
- * buffer").
+ * instead lets the big one be collected, and a request costs less CPU (docs/performance.md,
+ * "lmdb's read buffer").
  *
  * The change is made to lmdb's source as it loads: at bundle time for the executable
  * (native-addons.ts) and through the preload (bunfig.toml) for `bun` runs and tests, so both run

@@ -6,7 +6,8 @@
  * Under load one turn reads many requests. Signing each as its request is handled interleaves
  * the signatures with the reading and handling of the others; made back to back at the end of
  * the turn, they cost the server much less CPU per token, and the answers they complete leave
- * together, right after their batch (README, "Signatures are made together", has the A/B runs).
+ * together, right after their batch (docs/performance.md, "Signatures are made together", has
+ * the A/B runs).
  *
  * A batch yields after BUDGET_MS and goes on in the next turn, so a batch of slow jobs (RSA
  * signatures take most of a millisecond each) never keeps the loop from reading for long. At low
