@@ -26,7 +26,7 @@ import { MasterKeyError } from "../keys/master-key.ts";
 import { createLogger, createServiceLogger, withFields } from "../logging/logger.ts";
 import { openContext, StartupError } from "../startup.ts";
 import { dataFileExists, LMDB_FILE } from "../store/lmdb/lmdb-store.ts";
-import { StoreError } from "../store/store.ts";
+import { StoreError, type Store } from "../store/store.ts";
 import { COMMIT, VERSION } from "../version.ts";
 
 // Every module has loaded: from here on, failures are reported by run and reason below.
@@ -78,11 +78,7 @@ async function run(args: ParsedArgs): Promise<number> {
     try {
       if (config.workers > 1) return await servePrimary(config, logger, systemClock);
       const ctx = await openContext(config, logger, systemClock, { cache: true, announceSigners: false, libcrypto: "deferred" });
-      try {
-        return await serve(ctx);
-      } finally {
-        await ctx.store.close();
-      }
+      return await thenClose(ctx.store, () => serve(ctx));
     } finally {
       lock.release();
     }
@@ -111,15 +107,29 @@ async function run(args: ParsedArgs): Promise<number> {
     maintainKeys: command === "serve",
     libcrypto: command === "serve" ? "deferred" : "now",
   });
-  try {
-    if (command === "serve") return await serveWorker(ctx);
+  return thenClose(ctx.store, async () => {
+    if (command === "serve") return serveWorker(ctx);
     if (command === "apikeys") await apikeysCommand(ctx, args, io);
     else if (command === "projects") await projectsCommand(ctx, args, io);
     else await keysCommand(ctx, args, io);
     return 0;
-  } finally {
-    await ctx.store.close();
+  });
+}
+
+/**
+ * Runs `body`, then closes the store. When `body` fails, that failure is the one reported: a
+ * store that then cannot close either (a write that failed on a full disk) does not hide it.
+ */
+async function thenClose<T>(store: Store, body: () => Promise<T>): Promise<T> {
+  let result: T;
+  try {
+    result = await body();
+  } catch (error) {
+    await store.close().catch(() => undefined);
+    throw error;
   }
+  await store.close();
+  return result;
 }
 
 /** One line for the operator; never a stack trace. */

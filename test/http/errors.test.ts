@@ -6,6 +6,7 @@ import { decodeJwt } from "jose";
 import { createApiKey, revokeApiKey } from "../../src/core/api-keys.ts";
 import { OAUTH_ERROR_TABLE } from "../../src/core/oauth/errors.ts";
 import { ERROR_TABLE } from "../../src/errors.ts";
+import { StoreError } from "../../src/store/store.ts";
 import { buildTestApp, createProviderAndClient, type TestApp } from "../helpers/app.ts";
 import { basic, createSecret, tokenRequest } from "../oauth/support.ts";
 import { expectError } from "./support.ts";
@@ -318,6 +319,29 @@ describe("docs/errors.md", () => {
     const rows = all[1] ?? [];
     expect(rows[0]).toEqual(["status", "error", "meaning"]);
     expect(entries(rows)).toEqual(Object.entries(OAUTH_ERROR_TABLE).map(([code, { status }]) => ({ status, code, meaningGiven: true })));
+  });
+});
+
+describe("a store that cannot write", () => {
+  test("503 unavailable with the generic message; the log line names the store's reason", async () => {
+    const logLines: string[] = [];
+    const t = await buildTestApp({ logLines });
+    const original = t.ctx.store.createProvider;
+    t.ctx.store.createProvider = () => Promise.reject(new StoreError("unavailable", "cannot write /data/tokenmint.mdb: No space left on device"));
+    try {
+      const res = await t.api("POST", "/v1/providers", { name: "a" });
+      const text = await res.clone().text();
+      const body = await expectError(res, 503, "unavailable");
+      expect(body.message).toBe(ERROR_TABLE.unavailable.message);
+      for (const leak of ["/data", "No space", "StoreError"]) expect(text).not.toContain(leak);
+      const failed = logLines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === "request failed");
+      expect(failed).toHaveLength(1);
+      expect(failed[0]).toMatchObject({ level: "error", method: "POST", route: "/v1/providers", status: 503, error: "StoreError" });
+      expect(String(failed[0]?.stack)).toStartWith("StoreError: cannot write /data/tokenmint.mdb: No space left on device\n");
+    } finally {
+      t.ctx.store.createProvider = original;
+      await t.close();
+    }
   });
 });
 

@@ -85,13 +85,14 @@ export function errorAnswer(logger: Logger, routes: readonly RouteDef[], error: 
   const answer = isOAuthPath(pathOf(request.url)) ? toOAuthErrorResponse(mapped) : toErrorResponse(mapped);
   // A fault (and a store that cannot be reached) is logged with its stack; a 503 the service chose
   // itself (while draining, which is logged once, or while not ready) is not logged per request.
+  // The error logged is the one thrown, not its answer: a store's reason (a full disk) is told there.
   if (answer.status >= 500 && !(error instanceof AppError)) {
     logger.error("request failed", {
       method: request.method,
       route: route || undefined,
       status: answer.status,
-      error: mapped instanceof Error ? mapped.name : "unknown",
-      stack: mapped instanceof Error ? mapped.stack : undefined,
+      error: error instanceof Error ? error.name : "unknown",
+      stack: error instanceof Error ? error.stack : undefined,
     });
   }
   return { ...answer, headers: { ...answer.headers, "content-type": "application/json" } };

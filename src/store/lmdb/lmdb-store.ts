@@ -34,6 +34,9 @@ import {
 import { backupEnvironment, lmdbFileProblem } from "./lmdb-file.ts";
 import { key, rangeEnd, type ExpiringKind } from "./lmdb-keys.ts";
 
+/** How long `close` waits for lmdb to finish (LmdbStore#close). */
+const CLOSE_TIMEOUT_MS = 5_000;
+
 /** How many expired entries `revokeToken` and `useAssertionJti` remove in passing: bounded work per call. */
 const PRUNE_IN_PASSING = 16;
 
@@ -64,6 +67,30 @@ function openAnnouncements(path: string): Float64Array | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * What a failed commit becomes: `unavailable`, with the reason. lmdb rejects each write of a
+ * failed commit with a generic error whose `commitError`, a promise, rejects with the reason
+ * (`No space left on device: ...` when the disk is full); reading it here also handles that
+ * promise. Anything else (what a transaction's body threw) stays as it is.
+ */
+async function commitFailure(error: unknown, path: string): Promise<never> {
+  const pending = (error as { commitError?: unknown } | undefined)?.commitError;
+  if (!(pending instanceof Promise)) throw error;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const reason = await Promise.race([
+    pending.then(
+      () => undefined,
+      (cause: unknown) => cause,
+    ),
+    // lmdb rejects it in the same callback as the writes; this only bounds the wait should it not.
+    new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), 1000))),
+  ]);
+  clearTimeout(timer);
+  const text = reason instanceof Error ? reason.message : "the commit failed";
+  const cut = text.indexOf(": ");
+  throw new StoreError("unavailable", `cannot write ${path}: ${cut === -1 ? text : text.slice(0, cut)}`);
 }
 
 /**
@@ -133,6 +160,7 @@ export function openLmdbFileReadOnly(path: string): LmdbStore {
 export class LmdbStore implements Store {
   readonly description: string;
   #db: RootDatabase<unknown, string>;
+  #path: string;
   #readOnly: boolean;
   #closed = false;
   /** Where counted commits announce their counter (CHANGES_FILE), if it could be mapped. */
@@ -143,6 +171,7 @@ export class LmdbStore implements Store {
 
   constructor(db: RootDatabase<unknown, string>, path: string, readOnly: boolean, announced?: Float64Array) {
     this.#db = db;
+    this.#path = path;
     this.#readOnly = readOnly;
     this.#announced = announced;
     this.description = `lmdb ${path}${readOnly ? " (read-only)" : ""}`;
@@ -151,16 +180,19 @@ export class LmdbStore implements Store {
   /**
    * A write transaction; a read-only store refuses it. Unless told it is `uncounted` (data no
    * process keeps in memory), it bumps the change counter in the same transaction, so such a
-   * write (of any process) is seen by `changeSeq`; a body that throws aborts both.
+   * write (of any process) is seen by `changeSeq`; a body that throws aborts both. A commit that
+   * fails (a full disk) is `unavailable` with its reason (commitFailure), and nothing of it is kept.
    */
   #write<T>(body: () => T, uncounted = false): Promise<T> {
     if (this.#readOnly) return Promise.reject(new StoreError("unavailable", "the store is open read-only"));
     let seq: number | undefined;
-    const committed = this.#db.transaction(() => {
-      const result = body();
-      if (!uncounted) this.#db.putSync(key.changeSeq, (seq = (this.#get<number>(key.changeSeq) ?? 0) + 1));
-      return result;
-    });
+    const committed = this.#db
+      .transaction(() => {
+        const result = body();
+        if (!uncounted) this.#db.putSync(key.changeSeq, (seq = (this.#get<number>(key.changeSeq) ?? 0) + 1));
+        return result;
+      })
+      .catch((error: unknown) => commitFailure(error, this.#path));
     if (uncounted || this.#announced === undefined) return committed;
     // Announced once committed, before the caller learns of it (see changeSeqNow).
     return committed.then((result) => {
@@ -525,10 +557,24 @@ export class LmdbStore implements Store {
     return backupEnvironment(this.#db, path);
   }
 
-  /** Closes the environment; closing twice is harmless. */
+  /**
+   * Closes the environment; closing twice is harmless. lmdb's close waits for the last commit to
+   * be flushed, and after a commit that failed while the disk stays full it waits for good: after
+   * CLOSE_TIMEOUT_MS this gives up with `unavailable`, so a stopping process still ends. Nothing
+   * answered is lost by it: every write a caller was told of is on disk, and a failed commit left
+   * nothing behind.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#db.close();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const closed = await Promise.race([
+      this.#db.close().then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_TIMEOUT_MS))),
+    ]);
+    clearTimeout(timer);
+    if (!closed) {
+      throw new StoreError("unavailable", `${this.#path} did not close within ${CLOSE_TIMEOUT_MS / 1000} s: lmdb still waits for a write it could not make (a full disk does this)`);
+    }
   }
 }

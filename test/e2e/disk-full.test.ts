@@ -1,0 +1,116 @@
+/**
+ * A data directory whose disk fills up (a small tmpfs): a write that cannot be made is a `503
+ * unavailable` with the generic message, and the log says why; what was answered stays, reads and
+ * tokens go on, SIGTERM still ends the process, a CLI write says why it failed, and with room
+ * again the server takes writes.
+ *
+ * Mounting needs root: where this process cannot mount a tmpfs, the test is skipped.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ERROR_TABLE } from "../../src/errors.ts";
+import { LMDB_FILE } from "../../src/store/lmdb/lmdb-store.ts";
+import { api, type CliResult, cleanup, createApiKeyWithCli, newMasterKey, runTokenmint, startServer, tempDataDir } from "./process.ts";
+
+afterEach(cleanup);
+
+const mount = (dir: string, size: string, remount = false) =>
+  Bun.spawnSync(["mount", "-t", "tmpfs", "-o", `${remount ? "remount," : ""}size=${size}`, "tmpfs", dir], { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
+const unmount = (dir: string) => Bun.spawnSync(["umount", "-l", dir], { stdout: "ignore", stderr: "ignore" });
+
+/** Whether this process can mount a tmpfs (root on Linux), tried once on a directory of its own. */
+function canMount(): boolean {
+  if (process.platform !== "linux" || process.getuid?.() !== 0) return false;
+  const dir = mkdtempSync(join(tmpdir(), "tokenmint-mount-"));
+  try {
+    if (!mount(dir, "1m")) return false;
+    unmount(dir);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    rmdirSync(dir);
+  }
+}
+
+describe("a full disk", () => {
+  test.skipIf(!canMount())(
+    "a refused write is a 503 that loses nothing; the log says why; reads and tokens go on; SIGTERM still ends the process; the CLI says why",
+    async () => {
+      const disk = join(tempDataDir(), "disk");
+      mkdirSync(disk);
+      expect(mount(disk, "2m")).toBe(true);
+      try {
+        const dataDir = join(disk, "data");
+        const masterKey = newMasterKey();
+        const server = await startServer({ dataDir, masterKey });
+        const apiKey = await createApiKeyWithCli(server);
+        const provider = (await (await api(server, apiKey, "POST", "/v1/providers", { name: "kept" })).json()) as { id: string };
+        const client = (await (await api(server, apiKey, "POST", `/v1/providers/${provider.id}/clients`, { name: "c", audience: "https://api.full.test" })).json()) as {
+          id: string;
+        };
+
+        // Providers with the longest description allowed until a write is refused.
+        const description = "d".repeat(1000);
+        let created = 1;
+        let refused: Response | undefined;
+        for (let i = 0; i < 5000 && refused === undefined; i++) {
+          const res = await api(server, apiKey, "POST", "/v1/providers", { name: `p${i}`, description });
+          if (res.status === 201) created++;
+          else refused = res;
+        }
+        expect(refused).toBeDefined();
+        const answer = refused as Response;
+        expect(answer.status).toBe(503);
+        expect(await answer.json()).toEqual({ code: "unavailable", message: ERROR_TABLE.unavailable.message });
+
+        // The log says which file and why, in a JSON line; the answer said neither.
+        const failure = server.proc.logs().find((line) => line.msg === "request failed");
+        expect(failure).toMatchObject({ level: "error", route: "/v1/providers", status: 503, error: "StoreError" });
+        expect(String(failure?.stack)).toStartWith(`StoreError: cannot write ${join(dataDir, LMDB_FILE)}: `);
+
+        // What was answered is there, and issuing needs no write.
+        expect((await api(server, apiKey, "GET", `/v1/providers/${provider.id}`)).status).toBe(200);
+        const token = await api(server, apiKey, "POST", `/v1/providers/${provider.id}/clients/${client.id}/tokens`);
+        expect(token.status).toBe(201);
+        expect((await fetch(`${server.url}/.well-known/jwks`)).status).toBe(200);
+
+        // lmdb waits for good for the commit that failed: the store gives up on it after 5 s, and
+        // the process ends, with the reason, instead of hanging.
+        expect(await server.proc.stop("SIGTERM", 20_000)).toBe(1);
+        expect(server.proc.stderr.at(-1)).toBe(
+          `tokenmint: ${join(dataDir, LMDB_FILE)} did not close within 5 s: lmdb still waits for a write it could not make (a full disk does this)`,
+        );
+
+        // A CLI write says why it failed, not that the store then would not close. An API key is
+        // small: the pages the failed commits left free hold a few first.
+        let cli: CliResult | undefined;
+        for (let i = 0; i < 50 && (cli === undefined || cli.code === 0); i++) cli = await runTokenmint(["apikeys", "create", "--name", `late-${i}`], server.env, 20_000);
+        expect(cli?.code).toBe(1);
+        expect(cli?.stderrLines.at(-1)).toStartWith(`tokenmint: cannot write ${join(dataDir, LMDB_FILE)}: `);
+
+        // With room again, every answered write is there and new ones are taken.
+        expect(mount(disk, "8m", true)).toBe(true);
+        const again = await startServer({ dataDir, masterKey });
+        let listed = 0;
+        let cursor: string | null = null;
+        do {
+          const page = (await (await api(again, apiKey, "GET", `/v1/providers?limit=100${cursor === null ? "" : `&cursor=${cursor}`}`)).json()) as {
+            items: unknown[];
+            nextCursor: string | null;
+          };
+          listed += page.items.length;
+          cursor = page.nextCursor;
+        } while (cursor !== null);
+        expect(listed).toBe(created);
+        expect((await api(again, apiKey, "POST", "/v1/providers", { name: "after" })).status).toBe(201);
+        expect(await again.proc.stop()).toBe(0);
+      } finally {
+        unmount(disk);
+      }
+    },
+    120_000,
+  );
+});
