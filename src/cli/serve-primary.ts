@@ -99,10 +99,10 @@ async function supervise(config: Config, logger: Logger, clock: Clock, store: st
   const signal = await stopping;
   logger.info("shutting down", { signal });
   stopRetention();
-  await pool.stop(signal as NodeJS.Signals);
+  const clean = await pool.stop(signal as NodeJS.Signals);
   await metricsServer?.stop(true);
   logger.info("stopped");
-  return 0;
+  return clean ? 0 : 1;
 }
 
 interface Slot {
@@ -263,19 +263,23 @@ class WorkerPool {
   /**
    * Passes `signal` to every worker and waits for all to exit (killing one that outlasts its
    * drain). A worker not yet let go (not loaded, or the pool not open) has opened nothing and
-   * would wait on: it is killed.
+   * would wait on: it is killed. Resolves with whether every worker sent `signal` stopped by
+   * itself with exit code 0; each that did not is logged.
    */
-  async stop(signal: NodeJS.Signals): Promise<void> {
+  async stop(signal: NodeJS.Signals): Promise<boolean> {
     // Until now, a worker was let go exactly when it had loaded and the pool was open.
     const letGo = (slot: Slot) => slot.loaded && this.#open;
     this.#stopping = true;
     const running: Subprocess[] = [];
+    /** Workers sent `signal`: each is to stop by itself, with exit code 0. */
+    const stopping: { number: number; proc: Subprocess }[] = [];
     for (const slot of this.#slots) {
       if (slot.restart !== undefined) clearTimeout(slot.restart);
       slot.started?.resolve();
       slot.started = undefined;
       if (slot.proc === undefined) continue;
       running.push(slot.proc);
+      if (letGo(slot)) stopping.push({ number: slot.number, proc: slot.proc });
       slot.proc.kill(letGo(slot) ? signal : "SIGKILL");
     }
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -290,5 +294,9 @@ class WorkerPool {
       for (const proc of left) proc.kill("SIGKILL");
       await Promise.all(left.map((proc) => proc.exited));
     }
+    // Its own reason is on stderr (a store that could not close, say).
+    const failed = stopping.filter(({ proc }) => proc.exitCode !== 0);
+    for (const { number, proc } of failed) this.#logger.error("worker did not stop cleanly", { worker: number, code: proc.exitCode ?? proc.signalCode ?? undefined });
+    return exited && failed.length === 0;
   }
 }

@@ -35,7 +35,7 @@ function canMount(): boolean {
   }
 }
 
-describe("a full disk", () => {
+describe.each([1, 2])("a full disk, %i worker(s)", (workers) => {
   test.skipIf(!canMount())(
     "a refused write is a 503 that loses nothing; the log says why; reads and tokens go on; SIGTERM still ends the process; the CLI says why",
     async () => {
@@ -45,7 +45,8 @@ describe("a full disk", () => {
       try {
         const dataDir = join(disk, "data");
         const masterKey = newMasterKey();
-        const server = await startServer({ dataDir, masterKey });
+        const settings = { TOKENMINT_WORKERS: String(workers) };
+        const server = await startServer({ dataDir, masterKey, settings });
         const apiKey = await createApiKeyWithCli(server);
         const provider = (await (await api(server, apiKey, "POST", "/v1/providers", { name: "kept" })).json()) as { id: string };
         const client = (await (await api(server, apiKey, "POST", `/v1/providers/${provider.id}/clients`, { name: "c", audience: "https://api.full.test" })).json()) as {
@@ -68,7 +69,7 @@ describe("a full disk", () => {
 
         // The log says which file and why, in a JSON line; the answer said neither.
         const failure = server.proc.logs().find((line) => line.msg === "request failed");
-        expect(failure).toMatchObject({ level: "error", route: "/v1/providers", status: 503, error: "StoreError" });
+        expect(failure).toMatchObject({ level: "error", method: "POST", route: "/v1/providers", status: 503, error: "StoreError" });
         expect(String(failure?.stack)).toStartWith(`StoreError: cannot write ${join(dataDir, LMDB_FILE)}: `);
 
         // What was answered is there, and issuing needs no write.
@@ -79,10 +80,14 @@ describe("a full disk", () => {
 
         // lmdb waits for good for the commit that failed: the store gives up on it after 5 s, and
         // the process ends, with the reason, instead of hanging.
+        // With workers, the one that failed says so on stderr, and its primary logs it and exits 1.
         expect(await server.proc.stop("SIGTERM", 20_000)).toBe(1);
-        expect(server.proc.stderr.at(-1)).toBe(
+        expect(server.proc.stderr).toContain(
           `tokenmint: ${join(dataDir, LMDB_FILE)} did not close within 5 s: lmdb still waits for a write it could not make (a full disk does this)`,
         );
+        const unclean = server.proc.logs().filter((line) => line.msg === "worker did not stop cleanly");
+        if (workers === 1) expect(unclean).toEqual([]);
+        else expect(unclean).toContainEqual(expect.objectContaining({ level: "error", worker: failure?.worker, code: 1 }));
 
         // A CLI write says why it failed, not that the store then would not close. An API key is
         // small: the pages the failed commits left free hold a few first.
@@ -93,7 +98,7 @@ describe("a full disk", () => {
 
         // With room again, every answered write is there and new ones are taken.
         expect(mount(disk, "8m", true)).toBe(true);
-        const again = await startServer({ dataDir, masterKey });
+        const again = await startServer({ dataDir, masterKey, settings });
         let listed = 0;
         let cursor: string | null = null;
         do {
