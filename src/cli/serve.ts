@@ -200,7 +200,13 @@ async function runServer(ctx: AppContext, role: ServerRole): Promise<number> {
     await server.stop(true);
   }
   await metricsServer?.stop(true);
-  await ctx.store.close();
+  try {
+    await ctx.store.close();
+  } catch (error) {
+    // Said in the log too, not only on stderr (where the caller reports it).
+    ctx.logger.error("the store did not close", { error: (error as Error).message });
+    throw error;
+  }
   ctx.logger.info("stopped");
   return 0;
 }

@@ -85,6 +85,9 @@ describe.each([1, 2])("a full disk, %i worker(s)", (workers) => {
         expect(server.proc.stderr).toContain(
           `tokenmint: ${join(dataDir, LMDB_FILE)} did not close within 5 s: lmdb still waits for a write it could not make (a full disk does this)`,
         );
+        expect(server.proc.logs()).toContainEqual(
+          expect.objectContaining({ level: "error", msg: "the store did not close", error: expect.stringContaining("did not close within 5 s") }),
+        );
         const unclean = server.proc.logs().filter((line) => line.msg === "worker did not stop cleanly");
         if (workers === 1) expect(unclean).toEqual([]);
         else expect(unclean).toContainEqual(expect.objectContaining({ level: "error", worker: failure?.worker, code: 1 }));
