@@ -24,6 +24,7 @@ import { startLogRetention } from "../logging/retention.ts";
 import { asyncMetricsHandler } from "../metrics/endpoint.ts";
 import { mergeExpositions } from "../metrics/merge.ts";
 import { createServiceMetrics, instanceMergeRule, processSources } from "../metrics/service-metrics.ts";
+import { finishesWithin } from "../runtime/finishes-within.ts";
 import { openContext, StartupError } from "../startup.ts";
 import { COMMIT, VERSION } from "../version.ts";
 import { DRAIN_TIMEOUT_MS, listen, probeListener, stopSignal } from "./serve.ts";
@@ -282,12 +283,7 @@ class WorkerPool {
       if (letGo(slot)) stopping.push({ number: slot.number, proc: slot.proc });
       slot.proc.kill(letGo(slot) ? signal : "SIGKILL");
     }
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const exited = await Promise.race([
-      Promise.all(running.map((proc) => proc.exited)).then(() => true),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), DRAIN_TIMEOUT_MS + EXIT_GRACE_MS))),
-    ]);
-    clearTimeout(timer);
+    const exited = await finishesWithin(Promise.all(running.map((proc) => proc.exited)), DRAIN_TIMEOUT_MS + EXIT_GRACE_MS);
     if (!exited) {
       const left = running.filter((proc) => proc.exitCode === null && proc.signalCode === null);
       this.#logger.warn("workers did not stop in time; killing them", { count: left.length });

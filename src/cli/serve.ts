@@ -18,6 +18,7 @@ import { startRevocationPruning } from "../core/oauth/revocation-pruning.ts";
 import { logSigners } from "../keys/signers/factory.ts";
 import { startLogRetention } from "../logging/retention.ts";
 import { metricsHandler } from "../metrics/endpoint.ts";
+import { finishesWithin } from "../runtime/finishes-within.ts";
 import { StartupError } from "../startup.ts";
 import { CachingStore } from "../store/caching-store.ts";
 import { COMMIT, VERSION } from "../version.ts";
@@ -191,11 +192,7 @@ async function runServer(ctx: AppContext, role: ServerRole): Promise<number> {
   stopRetention();
   await stopPruning();
   await Bun.sleep(ACCEPT_GRACE_MS);
-  const drained = await Promise.race([
-    server.stop(false).then(() => true),
-    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), DRAIN_TIMEOUT_MS)),
-  ]);
-  if (!drained) {
+  if (!(await finishesWithin(server.stop(false), DRAIN_TIMEOUT_MS))) {
     ctx.logger.warn("in-flight requests did not finish in time; closing connections", { timeoutMs: DRAIN_TIMEOUT_MS });
     await server.stop(true);
   }

@@ -31,6 +31,7 @@ import {
   type Store,
   type Updater,
 } from "../store.ts";
+import { finishesWithin } from "../../runtime/finishes-within.ts";
 import { backupEnvironment, lmdbFileProblem } from "./lmdb-file.ts";
 import { key, rangeEnd, type ExpiringKind } from "./lmdb-keys.ts";
 
@@ -78,16 +79,15 @@ function openAnnouncements(path: string): Float64Array | undefined {
 async function commitFailure(error: unknown, path: string): Promise<never> {
   const pending = (error as { commitError?: unknown } | undefined)?.commitError;
   if (!(pending instanceof Promise)) throw error;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const reason = await Promise.race([
+  let reason: unknown;
+  // lmdb rejects it in the same callback as the writes; the bound only matters should it not.
+  await finishesWithin(
     pending.then(
       () => undefined,
-      (cause: unknown) => cause,
+      (cause: unknown) => void (reason = cause),
     ),
-    // lmdb rejects it in the same callback as the writes; this only bounds the wait should it not.
-    new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), 1000))),
-  ]);
-  clearTimeout(timer);
+    1000,
+  );
   const text = reason instanceof Error ? reason.message : "the commit failed";
   const cut = text.indexOf(": ");
   throw new StoreError("unavailable", `cannot write ${path}: ${cut === -1 ? text : text.slice(0, cut)}`);
@@ -567,13 +567,7 @@ export class LmdbStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const closed = await Promise.race([
-      this.#db.close().then(() => true),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_TIMEOUT_MS))),
-    ]);
-    clearTimeout(timer);
-    if (!closed) {
+    if (!(await finishesWithin(this.#db.close(), CLOSE_TIMEOUT_MS))) {
       throw new StoreError("unavailable", `${this.#path} did not close within ${CLOSE_TIMEOUT_MS / 1000} s: lmdb still waits for a write it could not make (a full disk does this)`);
     }
   }
