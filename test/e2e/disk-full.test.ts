@@ -35,8 +35,10 @@ function canMount(): boolean {
   }
 }
 
+const mountable = canMount();
+
 describe.each([1, 2])("a full disk, %i worker(s)", (workers) => {
-  test.skipIf(!canMount())(
+  test.skipIf(!mountable)(
     "a refused write is a 503 that loses nothing; the log says why; reads and tokens go on; SIGTERM still ends the process; the CLI says why",
     async () => {
       const disk = join(tempDataDir(), "disk");
@@ -79,8 +81,8 @@ describe.each([1, 2])("a full disk, %i worker(s)", (workers) => {
         expect((await fetch(`${server.url}/.well-known/jwks`)).status).toBe(200);
 
         // lmdb waits for good for the commit that failed: the store gives up on it after 5 s, and
-        // the process ends, with the reason, instead of hanging.
-        // With workers, the one that failed says so on stderr, and its primary logs it and exits 1.
+        // the process ends, with the reason, instead of hanging. With workers, the worker that
+        // failed says so, and its primary logs it and exits 1.
         expect(await server.proc.stop("SIGTERM", 20_000)).toBe(1);
         expect(server.proc.stderr).toContain(
           `tokenmint: ${join(dataDir, LMDB_FILE)} did not close within 5 s: lmdb still waits for a write it could not make (a full disk does this)`,
