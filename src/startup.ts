@@ -164,7 +164,8 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
     const metrics = createServiceMetrics({ ...processSources(), keyStatus: () => keys.status(projectId), now: () => clock.now() });
     return { config, instance, logger, store, keys, signers, projects, clock, metrics, projectId, draining: false };
   } catch (error) {
-    await store.close();
+    // What failed is what is reported, not a close that then fails too (after a write refused by a full disk).
+    await store.close().catch(() => undefined);
     throw error;
   }
 }

@@ -40,7 +40,11 @@ export function acquireServeLock(dataDir: string): { release: () => void } | { h
   const holder = liveServer(dataDir);
   if (holder !== undefined) return { heldBy: holder };
   const path = join(dataDir, SERVE_LOCK_FILE);
-  writeFileSync(path, `${process.pid}\n`, { mode: 0o600 });
+  try {
+    writeFileSync(path, `${process.pid}\n`, { mode: 0o600 });
+  } catch (error) {
+    throw new StartupError(`cannot write ${path}: ${(error as Error).message}`);
+  }
   return {
     release: () => {
       try {

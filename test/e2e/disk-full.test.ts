@@ -1,8 +1,8 @@
 /**
  * A data directory whose disk fills up (a small tmpfs): a write that cannot be made is a `503
  * unavailable` with the generic message, and the log says why; what was answered stays, reads and
- * tokens go on, SIGTERM still ends the process, a CLI write says why it failed, and with room
- * again the server takes writes.
+ * tokens go on, SIGTERM still ends the process, a CLI write and a start on new data say why they
+ * failed, and with room again the server takes writes.
  *
  * Mounting needs root: where this process cannot mount a tmpfs, the test is skipped.
  */
@@ -39,7 +39,7 @@ const mountable = canMount();
 
 describe.each([1, 2])("a full disk, %i worker(s)", (workers) => {
   test.skipIf(!mountable)(
-    "a refused write is a 503 that loses nothing; the log says why; reads and tokens go on; SIGTERM still ends the process; the CLI says why",
+    "a refused write is a 503 that loses nothing; the log says why; reads and tokens go on; SIGTERM still ends the process; the CLI and a fresh start say why",
     async () => {
       const disk = join(tempDataDir(), "disk");
       mkdirSync(disk);
@@ -100,6 +100,11 @@ describe.each([1, 2])("a full disk, %i worker(s)", (workers) => {
         for (let i = 0; i < 50 && (cli === undefined || cli.code === 0); i++) cli = await runTokenmint(["apikeys", "create", "--name", `late-${i}`], server.env, 20_000);
         expect(cli?.code).toBe(1);
         expect(cli?.stderrLines.at(-1)).toStartWith(`tokenmint: cannot write ${join(dataDir, LMDB_FILE)}: `);
+
+        // A server started on new data on the full disk says which write failed.
+        const fresh = await runTokenmint(["serve"], { ...server.env, TOKENMINT_DATA_DIR: join(disk, "fresh") }, 20_000);
+        expect(fresh.code).toBe(1);
+        expect(fresh.stderrLines.at(-1)).toStartWith(`tokenmint: cannot write ${join(disk, "fresh")}/`);
 
         // With room again, every answered write is there and new ones are taken.
         expect(mount(disk, "8m", true)).toBe(true);
