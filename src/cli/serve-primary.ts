@@ -280,8 +280,9 @@ class WorkerPool {
       slot.started = undefined;
       if (slot.proc === undefined) continue;
       running.push(slot.proc);
-      if (letGo(slot)) stopping.push({ number: slot.number, proc: slot.proc });
-      slot.proc.kill(letGo(slot) ? signal : "SIGKILL");
+      const wentOn = letGo(slot);
+      if (wentOn) stopping.push({ number: slot.number, proc: slot.proc });
+      slot.proc.kill(wentOn ? signal : "SIGKILL");
     }
     const exited = await finishesWithin(Promise.all(running.map((proc) => proc.exited)), DRAIN_TIMEOUT_MS + EXIT_GRACE_MS);
     if (!exited) {
