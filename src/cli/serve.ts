@@ -188,7 +188,8 @@ async function runServer(ctx: AppContext, role: ServerRole): Promise<number> {
   ctx.draining = true;
   clearTimeout(handOver);
   await handingOver;
-  ctx.keys.stop();
+  // The timer stops now; a pass or catch-up already running finishes before the store closes.
+  const keysStopped = ctx.keys.stop();
   stopRetention();
   await stopPruning();
   await Bun.sleep(ACCEPT_GRACE_MS);
@@ -197,6 +198,9 @@ async function runServer(ctx: AppContext, role: ServerRole): Promise<number> {
     await server.stop(true);
   }
   await metricsServer?.stop(true);
+  if (!(await finishesWithin(keysStopped, DRAIN_TIMEOUT_MS))) {
+    ctx.logger.warn("key maintenance did not finish in time; closing the store", { timeoutMs: DRAIN_TIMEOUT_MS });
+  }
   try {
     await ctx.store.close();
   } catch (error) {

@@ -100,7 +100,10 @@ export class KeyService {
   /** Per loaded project: the ring and the stored set it was built from. */
   readonly #loaded = new Map<string, { ring: KeyRing; set: KeySetRecord }>();
   #timer: ReturnType<typeof setInterval> | undefined;
-  #ticking = false;
+  /** The maintenance pass running now, if any (`stop` waits for it). */
+  #ticking: Promise<void> | undefined;
+  /** The pass asked for while one ran: it starts when that one ends. */
+  #tickAfter: Promise<void> | undefined;
   /**
    * Set by a full pass that went without a failure: the change counter read before it, and the
    * time the first loaded set is due for maintenance. Until either moves, a tick is skipped.
@@ -367,29 +370,50 @@ export class KeyService {
 
   /**
    * One maintenance pass: load projects created meanwhile (drop deleted ones), then for every
-   * loaded project pick up outside changes, rotate, prune.
+   * loaded project pick up outside changes, rotate, prune. It starts after this call: while a
+   * pass runs, the next one starts when it ends (calls meanwhile share that one). Never rejects:
+   * a failure is logged, and the next pass tries again.
    */
-  async tick(): Promise<void> {
-    if (this.#ticking) return;
-    this.#ticking = true;
+  tick(): Promise<void> {
+    const running = this.#ticking;
+    if (running === undefined) return this.#startPass();
+    this.#tickAfter ??= running.then(() => {
+      this.#tickAfter = undefined;
+      return this.#startPass();
+    });
+    return this.#tickAfter;
+  }
+
+  #startPass(): Promise<void> {
+    const pass = this.#pass().finally(() => {
+      this.#ticking = undefined;
+    });
+    this.#ticking = pass;
+    return pass;
+  }
+
+  async #pass(): Promise<void> {
+    let seq: number;
+    let failed: boolean;
     try {
       // Read first: a write that lands during the pass moves the counter past it, so the next tick looks again.
-      const seq = await this.#o.store.changeSeq();
+      seq = await this.#o.store.changeSeq();
       if (this.#quiet !== undefined && this.#quiet.seq === seq && this.#o.now() < this.#quiet.until) return;
       this.#quiet = undefined;
-      let failed = this.#o.projects !== undefined && !(await this.#syncProjects(await this.#o.projects()));
-      for (const projectId of this.#loaded.keys()) {
-        try {
-          await this.#maintain(projectId);
-        } catch (error) {
-          failed = true;
-          this.#o.logger.error("key maintenance failed", { error: (error as Error).message });
-        }
-      }
-      if (!failed) this.#quiet = { seq, until: this.#dueAt() };
-    } finally {
-      this.#ticking = false;
+      failed = this.#o.projects !== undefined && !(await this.#syncProjects(await this.#o.projects()));
+    } catch (error) {
+      this.#o.logger.error("key maintenance failed", { error: (error as Error).message });
+      return;
     }
+    for (const projectId of this.#loaded.keys()) {
+      try {
+        await this.#maintain(projectId);
+      } catch (error) {
+        failed = true;
+        this.#o.logger.error("key maintenance failed", { error: (error as Error).message });
+      }
+    }
+    if (!failed) this.#quiet = { seq, until: this.#dueAt() };
   }
 
   /**
@@ -433,8 +457,16 @@ export class KeyService {
     this.#timer ??= setInterval(() => void this.tick(), intervalMs);
   }
 
-  stop(): void {
+  /**
+   * Stops the timer, then waits for the maintenance pass and the catch-up of `follow` running now,
+   * if any: the store can be closed once it resolves (a pass cut off by the close would lose its
+   * rotation and read from a closed store).
+   */
+  async stop(): Promise<void> {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
+    while (this.#ticking !== undefined || this.#tickAfter !== undefined || this.#catchingUp !== undefined) {
+      await Promise.all([this.#tickAfter ?? this.#ticking, this.#catchingUp?.done]);
+    }
   }
 }

@@ -108,7 +108,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
       return ctx.metrics.render();
     },
     close: async () => {
-      ctx.keys.stop();
+      await ctx.keys.stop();
       await ctx.store.close();
       dir?.remove();
     },

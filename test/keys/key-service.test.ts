@@ -177,6 +177,71 @@ describe("KeyService timer", () => {
   });
 });
 
+describe("KeyService stop", () => {
+  test("waits for the pass running: its rotation is stored before the store may close", async () => {
+    const logLines: string[] = [];
+    const t = await app({ alg: "RS256", logLines });
+    const before = ring(t).kid;
+    t.clock.advance(PERIOD_S * 1000);
+    // RS256 makes a new next key during the pass, which takes longer than a turn of the event loop.
+    const ticking = t.ctx.keys.tick();
+    await t.ctx.keys.stop();
+    const stored = await storedSet(t);
+    expect(stored.keys.find((k) => k.state === "current")?.kid).not.toBe(before);
+    expect(ring(t).kid).toBe(stored.keys.find((k) => k.state === "current")!.kid);
+    await closeApp(t);
+    await ticking;
+    expect(logLines.filter((line) => line.includes('"level":"error"'))).toEqual([]);
+  });
+
+  test("waits for the catch-up of follow running: it reads nothing from a closed store", async () => {
+    const dataDir = sharedDir();
+    const clock = new FakeClock();
+    const a = await app({ dataDir, clock });
+    const logLines: string[] = [];
+    const b = await app({ dataDir, masterKey: a.masterKey, clock, logLines });
+    await b.ctx.keys.follow();
+    const revoked = ring(a).kid;
+    await a.ctx.keys.revoke(a.ctx.projectId, revoked);
+    const caughtUp = b.ctx.keys.follow();
+    expect(caughtUp).toBeInstanceOf(Promise);
+    await b.ctx.keys.stop();
+    expect(jwksKids(b)).not.toContain(revoked);
+    await closeApp(b);
+    await caughtUp;
+    expect(logLines.filter((line) => line.includes('"level":"error"'))).toEqual([]);
+  });
+
+  test("a tick asked for while a pass runs is one more pass after it, shared by every such call", async () => {
+    const t = await app();
+    await t.ctx.keys.tick();
+    const reads = recordCalls(t, ["changeSeq"]);
+    const first = t.ctx.keys.tick();
+    const second = t.ctx.keys.tick();
+    expect(t.ctx.keys.tick()).toBe(second);
+    expect(second).not.toBe(first);
+    await second;
+    expect(reads).toEqual(["changeSeq", "changeSeq"]);
+    expect(t.ctx.keys.tick()).not.toBe(second);
+    await t.ctx.keys.stop();
+  });
+
+  test("a pass whose first read fails is logged and resolves; the next pass tries again", async () => {
+    const logLines: string[] = [];
+    const t = await app({ logLines });
+    const store = t.ctx.store as unknown as Record<string, unknown>;
+    const original = store.changeSeq;
+    store.changeSeq = () => Promise.reject(new Error("disk gone"));
+    await t.ctx.keys.tick();
+    expect(logLines.filter((line) => line.includes("key maintenance failed") && line.includes("disk gone"))).toHaveLength(1);
+    store.changeSeq = original;
+    const kid = ring(t).kid;
+    t.clock.advance(PERIOD_S * 1000);
+    await t.ctx.keys.tick();
+    expect(ring(t).kid).not.toBe(kid);
+  });
+});
+
 describe("KeyService revocation", () => {
   test("revoking the current key removes it from the JWKS at once; the ring signs with the next key", async () => {
     const t = await app();
