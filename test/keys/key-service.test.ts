@@ -39,6 +39,17 @@ function sharedDir(): string {
   return dir.path;
 }
 
+/** Two services on one data directory and clock; `b` has followed it once, and its log lines are collected. */
+async function followingPair(): Promise<{ a: TestApp; b: TestApp; clock: FakeClock; logLines: string[] }> {
+  const dataDir = sharedDir();
+  const clock = new FakeClock();
+  const a = await app({ dataDir, clock });
+  const logLines: string[] = [];
+  const b = await app({ dataDir, masterKey: a.masterKey, clock, logLines });
+  await b.ctx.keys.follow();
+  return { a, b, clock, logLines };
+}
+
 const ring = (t: TestApp) => t.ctx.keys.ring(t.ctx.projectId);
 const jwks = (t: TestApp) => JSON.parse(ring(t).jwksBody) as JSONWebKeySet;
 const jwksKids = (t: TestApp) => jwks(t).keys.map((k) => k.kid as string);
@@ -195,12 +206,7 @@ describe("KeyService stop", () => {
   });
 
   test("waits for the catch-up of follow running: it reads nothing from a closed store", async () => {
-    const dataDir = sharedDir();
-    const clock = new FakeClock();
-    const a = await app({ dataDir, clock });
-    const logLines: string[] = [];
-    const b = await app({ dataDir, masterKey: a.masterKey, clock, logLines });
-    await b.ctx.keys.follow();
+    const { a, b, logLines } = await followingPair();
     const revoked = ring(a).kid;
     await a.ctx.keys.revoke(a.ctx.projectId, revoked);
     const caughtUp = b.ctx.keys.follow();
@@ -410,11 +416,7 @@ describe("KeyService follow", () => {
   });
 
   test("a rotation and a revocation made by another service are served from the next follow on, in the same turn", async () => {
-    const dataDir = sharedDir();
-    const clock = new FakeClock();
-    const a = await app({ dataDir, clock });
-    const b = await app({ dataDir, masterKey: a.masterKey, clock });
-    await b.ctx.keys.follow();
+    const { a, b, clock } = await followingPair();
     clock.advance(MAX_AGE_S);
     await a.ctx.keys.rotate(a.ctx.projectId);
     expect(ring(b).kid).not.toBe(ring(a).kid);
@@ -432,11 +434,7 @@ describe("KeyService follow", () => {
   });
 
   test("calls while a catch-up runs share it; a write seen meanwhile gets a catch-up of its own after it", async () => {
-    const dataDir = sharedDir();
-    const clock = new FakeClock();
-    const a = await app({ dataDir, clock });
-    const b = await app({ dataDir, masterKey: a.masterKey, clock });
-    await b.ctx.keys.follow();
+    const { a, b } = await followingPair();
     await a.ctx.keys.revoke(a.ctx.projectId, ring(a).kid);
     const first = b.ctx.keys.follow();
     expect(b.ctx.keys.follow()).toBe(first as Promise<void>);
@@ -453,12 +451,7 @@ describe("KeyService follow", () => {
   });
 
   test("a failed catch-up is logged once, never rejects, and the next call tries again", async () => {
-    const dataDir = sharedDir();
-    const clock = new FakeClock();
-    const a = await app({ dataDir, clock });
-    const logLines: string[] = [];
-    const b = await app({ dataDir, masterKey: a.masterKey, clock, logLines });
-    await b.ctx.keys.follow();
+    const { a, b, logLines } = await followingPair();
     await a.ctx.keys.revoke(a.ctx.projectId, ring(a).kid);
     const store = b.ctx.store as unknown as Record<string, unknown>;
     const original = store.getKeySet;
