@@ -61,6 +61,7 @@ export function routeTable(ctx: AppContext): RouteDef[] {
   table.push({
     method: "GET",
     path: "/openapi.json",
+    operationId: "getOpenApiDocument",
     summary: "This API's OpenAPI 3.1 document",
     tag: "meta",
     auth: false,

@@ -54,6 +54,9 @@ function parameters(route: RouteDef): unknown[] {
   return list;
 }
 
+/** The license of tokenmint (package.json), as OpenAPI 3.1 names one: by its SPDX identifier. */
+export const LICENSE = { name: "Apache-2.0", identifier: "Apache-2.0" } as const;
+
 /** Builds the document for `routes`. */
 export function openApiDocument(routes: readonly RouteDef[], version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
@@ -70,6 +73,7 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
     const managed = route.auth ? [401, ...(route.method === "GET" ? [] : [413, 415])] : [];
     for (const status of [...new Set([...route.errors, ...universal, ...managed])].sort()) responses[status] = errorResponse(status, oauth);
     (paths[path] ??= {})[route.method.toLowerCase()] = {
+      operationId: route.operationId,
       summary: route.summary,
       tags: [route.tag],
       ...(route.auth ? {} : { security: [] }),
@@ -80,7 +84,9 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
   }
   return {
     openapi: "3.1.0",
-    info: { title: "tokenmint", version, description: "Machine-to-machine JWT access tokens with rotating signing keys." },
+    info: { title: "tokenmint", version, description: "Machine-to-machine JWT access tokens with rotating signing keys.", license: LICENSE },
+    // Relative: the host the document was read from (each project's host serves the same API).
+    servers: [{ url: "/", description: "The host this document is served at" }],
     security: [{ apiKey: [] }],
     components: { securitySchemes: { apiKey: { type: "http", scheme: "bearer", description: "A management API key." } }, schemas: { Error: strip(ErrorBody), OAuthError: strip(OAuthErrorBody) } },
     paths,

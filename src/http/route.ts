@@ -24,6 +24,8 @@ export interface RouteDef {
   method: Method;
   /** Elysia path pattern, e.g. `/v1/providers/:providerId`. */
   path: string;
+  /** The operation's name in the OpenAPI document, unique in the table: what generated clients call their methods. */
+  operationId: string;
   summary: string;
   tag: string;
   /** Management routes need an API key; discovery does not. */

@@ -5,6 +5,7 @@ import { buildTestApp, type TestApp } from "../helpers/app.ts";
 import { json, mediaType } from "./support.ts";
 
 interface Operation {
+  operationId?: string;
   summary?: string;
   parameters?: { name: string; in: string; required: boolean; schema: unknown }[];
   requestBody?: { content: Record<string, { schema: Record<string, unknown> }> };
@@ -13,7 +14,8 @@ interface Operation {
 }
 interface Document {
   openapi: string;
-  info: { title: string; version: string };
+  info: { title: string; version: string; license?: { name: string; identifier?: string } };
+  servers?: { url: string }[];
   paths: Record<string, Record<string, Operation>>;
   components: { schemas: Record<string, { properties?: Record<string, unknown>; required?: string[] }>; securitySchemes: Record<string, Record<string, string>> };
   security?: unknown[];
@@ -37,6 +39,28 @@ describe("OpenAPI document", () => {
     expect(doc.info.version.length).toBeGreaterThan(0);
     expect(Object.values(doc.components.securitySchemes)).toContainEqual(expect.objectContaining({ type: "http", scheme: "bearer" }));
     expect(doc.components.schemas.Error?.required?.sort()).toEqual(["code", "message"]);
+  });
+
+  test("names its license (package.json's) and its server: the host it was read from", async () => {
+    const pkg = (await Bun.file(new URL("../../package.json", import.meta.url)).json()) as { license: string };
+    expect(doc.info.license).toEqual({ name: pkg.license, identifier: pkg.license });
+    expect(doc.servers).toEqual([expect.objectContaining({ url: "/" })]);
+  });
+
+  test("every operation has an operationId, unique, in camelCase: what generated clients name their methods", () => {
+    const ids = Object.values(doc.paths).flatMap((ops) => Object.values(ops).map((op) => op.operationId));
+    expect(ids.length).toBe(routeTable(t.ctx).length);
+    for (const id of ids) expect(id).toMatch(/^[a-z][a-zA-Z0-9]*$/);
+    expect(new Set(ids).size).toBe(ids.length);
+    // The names a client calls most: a change here breaks the code generated from the document.
+    const named = (method: string, path: string) => doc.paths[path]?.[method]?.operationId;
+    expect(named("post", "/v1/providers")).toBe("createProvider");
+    expect(named("post", "/v1/providers/{providerId}/clients")).toBe("createClient");
+    expect(named("post", "/v1/providers/{providerId}/clients/{clientId}/tokens")).toBe("createToken");
+    expect(named("post", "/v1/keys/rotate")).toBe("rotateKeys");
+    expect(named("post", "/oauth/token")).toBe("oauthToken");
+    expect(named("get", "/.well-known/jwks")).toBe("getJwks");
+    expect(named("options", "/.well-known/jwks")).toBe("preflightJwks");
   });
 
   test("every route of routeTable(ctx) appears under its path and method, with its success status", () => {

@@ -59,6 +59,7 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "POST",
       path: TOKEN_ENDPOINT_PATH,
+      operationId: "oauthToken",
       summary: "OAuth 2.0 token endpoint: client credentials grant (client_secret_basic, client_secret_post or private_key_jwt)",
       tag: "oauth",
       auth: false,
@@ -76,6 +77,7 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "POST",
       path: INTROSPECTION_ENDPOINT_PATH,
+      operationId: "oauthIntrospect",
       summary: "OAuth 2.0 token introspection (RFC 7662): is this access token of the project active?",
       tag: "oauth",
       auth: false,
@@ -96,6 +98,7 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "POST",
       path: REVOCATION_ENDPOINT_PATH,
+      operationId: "oauthRevoke",
       summary: "OAuth 2.0 token revocation (RFC 7009): revoke one of the calling client's access tokens",
       tag: "oauth",
       auth: false,

@@ -77,9 +77,10 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     }
     return new Response(ring.jwksBody, { headers: headers.full });
   };
-  const jwksRoute = (path: string): RouteDef => ({
+  const jwksRoute = (path: string, operationId: string): RouteDef => ({
     method: "GET",
     path,
+    operationId,
     summary: "The JSON Web Key Set that verifies this issuer's tokens",
     tag: "discovery",
     auth: false,
@@ -90,9 +91,10 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     handler: ({ request }) => jwks(request),
   });
 
-  const discoveryRoute = (path: string, summary: string): RouteDef => ({
+  const discoveryRoute = (path: string, operationId: string, summary: string): RouteDef => ({
     method: "GET",
     path,
+    operationId,
     summary,
     tag: "discovery",
     auth: false,
@@ -113,9 +115,11 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     },
   });
 
-  const preflightRoute = (path: string): RouteDef => ({
+  /** The preflight of a served route, named after it (`getJwks`: `preflightJwks`). */
+  const preflightRoute = ({ path, operationId }: RouteDef): RouteDef => ({
     method: "OPTIONS",
     path,
+    operationId: operationId.replace(/^get/, "preflight"),
     summary: "CORS preflight: browsers may read this document from any origin",
     tag: "discovery",
     auth: false,
@@ -125,10 +129,10 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
   });
 
   const served = [
-    discoveryRoute("/.well-known/openid-configuration", "OpenID Provider metadata of the issuer"),
-    discoveryRoute("/.well-known/oauth-authorization-server", "OAuth 2.0 authorization server metadata (RFC 8414): the same document"),
-    jwksRoute("/.well-known/jwks"),
-    jwksRoute("/.well-known/jwks.json"),
+    discoveryRoute("/.well-known/openid-configuration", "getOpenIdConfiguration", "OpenID Provider metadata of the issuer"),
+    discoveryRoute("/.well-known/oauth-authorization-server", "getOAuthAuthorizationServerMetadata", "OAuth 2.0 authorization server metadata (RFC 8414): the same document"),
+    jwksRoute("/.well-known/jwks", "getJwks"),
+    jwksRoute("/.well-known/jwks.json", "getJwksJson"),
   ];
-  return [...served, ...served.map((route) => preflightRoute(route.path))];
+  return [...served, ...served.map(preflightRoute)];
 }

@@ -18,6 +18,7 @@ export function clientJwksRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "PUT",
       path,
+      operationId: "putClientJwks",
       summary: "Register a client's public keys for private_key_jwt (replaces the set)",
       tag,
       auth: true,
@@ -33,6 +34,7 @@ export function clientJwksRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "GET",
       path,
+      operationId: "getClientJwks",
       summary: "A client's public keys",
       tag,
       auth: true,
@@ -45,6 +47,7 @@ export function clientJwksRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "DELETE",
       path,
+      operationId: "deleteClientJwks",
       summary: "Remove a client's public keys: private_key_jwt stops working for it at once",
       tag,
       auth: true,

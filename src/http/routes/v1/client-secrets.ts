@@ -18,6 +18,7 @@ export function clientSecretRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "POST",
       path: base,
+      operationId: "createClientSecret",
       summary: "Create a client secret (shown once; at most two per client)",
       tag,
       auth: true,
@@ -37,6 +38,7 @@ export function clientSecretRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "GET",
       path: base,
+      operationId: "listClientSecrets",
       summary: "List a client's secrets (metadata only)",
       tag,
       auth: true,
@@ -50,6 +52,7 @@ export function clientSecretRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "DELETE",
       path: `${base}/:secretId`,
+      operationId: "deleteClientSecret",
       summary: "Revoke a client secret: it stops working at once",
       tag,
       auth: true,

@@ -16,6 +16,7 @@ export function clientRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "POST",
       path: base,
+      operationId: "createClient",
       summary: "Create a client",
       tag,
       auth: true,
@@ -32,6 +33,7 @@ export function clientRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "GET",
       path: base,
+      operationId: "listClients",
       summary: "List a provider's clients",
       tag,
       auth: true,
@@ -47,6 +49,7 @@ export function clientRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "GET",
       path: `${base}/:clientId`,
+      operationId: "getClient",
       summary: "Get a client",
       tag,
       auth: true,
@@ -59,6 +62,7 @@ export function clientRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "PATCH",
       path: `${base}/:clientId`,
+      operationId: "updateClient",
       summary: "Update a client",
       tag,
       auth: true,
@@ -74,6 +78,7 @@ export function clientRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "POST",
       path: `${base}/:clientId/revoke-tokens`,
+      operationId: "revokeClientTokens",
       summary: "Revoke every token the client was issued until now",
       tag,
       auth: true,
@@ -87,6 +92,7 @@ export function clientRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "DELETE",
       path: `${base}/:clientId`,
+      operationId: "deleteClient",
       summary: "Delete a client",
       tag,
       auth: true,

@@ -12,6 +12,7 @@ export function keyRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "GET",
       path: "/v1/keys",
+      operationId: "listKeys",
       summary: "List signing keys",
       tag,
       auth: true,
@@ -22,6 +23,7 @@ export function keyRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "POST",
       path: "/v1/keys/rotate",
+      operationId: "rotateKeys",
       summary: "Rotate now: the next key starts signing, the current key retires",
       tag,
       auth: true,
@@ -33,6 +35,7 @@ export function keyRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "POST",
       path: "/v1/keys/:kid/revoke",
+      operationId: "revokeKey",
       summary: "Revoke a key: it leaves the JWKS at once and never signs again",
       tag,
       auth: true,

@@ -14,6 +14,7 @@ export function projectRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "GET",
       path: "/v1/project",
+      operationId: "getProject",
       summary: "Get the caller's project",
       tag,
       auth: true,
@@ -24,6 +25,7 @@ export function projectRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "PATCH",
       path: "/v1/project",
+      operationId: "updateProject",
       summary: "Change the caller's project",
       tag,
       auth: true,

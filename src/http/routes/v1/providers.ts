@@ -14,6 +14,7 @@ export function providerRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "POST",
       path: "/v1/providers",
+      operationId: "createProvider",
       summary: "Create a provider",
       tag,
       auth: true,
@@ -29,6 +30,7 @@ export function providerRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "GET",
       path: "/v1/providers",
+      operationId: "listProviders",
       summary: "List providers",
       tag,
       auth: true,
@@ -43,6 +45,7 @@ export function providerRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "GET",
       path: "/v1/providers/:providerId",
+      operationId: "getProvider",
       summary: "Get a provider",
       tag,
       auth: true,
@@ -54,6 +57,7 @@ export function providerRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "PATCH",
       path: "/v1/providers/:providerId",
+      operationId: "updateProvider",
       summary: "Update a provider",
       tag,
       auth: true,
@@ -67,6 +71,7 @@ export function providerRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "DELETE",
       path: "/v1/providers/:providerId",
+      operationId: "deleteProvider",
       summary: "Delete a provider (it must have no clients)",
       tag,
       auth: true,

@@ -16,6 +16,7 @@ export function tokenRoutes(ctx: AppContext): RouteDef[] {
     {
       method: "POST",
       path: "/v1/providers/:providerId/clients/:clientId/tokens",
+      operationId: "createToken",
       summary: "Create an access token for a client",
       tag: "tokens",
       auth: true,
