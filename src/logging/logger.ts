@@ -58,7 +58,10 @@ export const logFileError = (logFile: string, reason: string) => new ConfigError
  */
 export function createServiceLogger(config: Pick<Config, "logLevel" | "logFile">, now: () => number = Date.now): Logger {
   let sink: LogSink;
-  if (config.logFile === undefined) sink = openStreamSink();
+  // Lines dropped while standard output was not read (stream-sink.ts): a warning, after the lines held.
+  let logger: Logger | undefined;
+  const onDropped = (lines: number) => logger?.warn("log lines dropped while standard output was not read", { lines });
+  if (config.logFile === undefined) sink = openStreamSink(undefined, onDropped);
   else {
     try {
       sink = openDailyFileSink(config.logFile, { now: now() });
@@ -66,12 +69,13 @@ export function createServiceLogger(config: Pick<Config, "logLevel" | "logFile">
       throw logFileError(config.logFile, (error as Error).message);
     }
   }
-  const logger = createLogger(config.logLevel, sink.write, now);
+  const base = createLogger(config.logLevel, sink.write, now);
   const atOnce = (emit: Logger["warn"]) => (msg: string, fields?: LogFields) => {
     emit(msg, fields);
     sink.flush();
   };
-  return { ...logger, warn: atOnce(logger.warn), error: atOnce(logger.error), flush: sink.flush };
+  logger = { ...base, warn: atOnce(base.warn), error: atOnce(base.error), flush: sink.flush };
+  return logger;
 }
 
 /** A logger that adds `fields` to every line of `logger` (a worker's lines name the worker). */

@@ -5,7 +5,10 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { base64url } from "jose";
-import { cleanup, createApiKeyWithCli, startServer } from "./process.ts";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { MAX_HELD_BYTES } from "../../src/logging/stream-sink.ts";
+import { BUN, cleanup, createApiKeyWithCli, freePort, newMasterKey, processEnv, REPO_ROOT, startServer, tempDataDir, waitFor, within } from "./process.ts";
 
 afterEach(cleanup);
 
@@ -135,4 +138,55 @@ describe("request logging", () => {
       expect(text).not.toContain("localhost");
     }
   });
+});
+
+describe("a log reader that stops reading", () => {
+  test("costs the server no more than the lines it may hold: it answers on, drops the lines beyond and says how many once the log is read again", async () => {
+    const dir = tempDataDir();
+    const [gate, out, pidFile] = ["gate", "out.log", "serve.pid"].map((name) => join(dir, name)) as [string, string, string];
+    const port = await freePort();
+    const apiKey = `tm_${base64url.encode(crypto.getRandomValues(new Uint8Array(32)))}`;
+    const env = processEnv({
+      TOKENMINT_DATA_DIR: join(dir, "data"),
+      TOKENMINT_PORT: String(port),
+      TOKENMINT_MASTER_KEY: newMasterKey(),
+      TOKENMINT_SIGNING_ALG: "ES256",
+      TOKENMINT_WORKERS: "1",
+      TOKENMINT_BOOTSTRAP_API_KEY: apiKey,
+    });
+    // The server's standard output is a pipe whose reader starts reading only once `gate` exists.
+    const script = `sh -c 'echo $$ > "${pidFile}"; exec "${BUN}" src/main.ts serve' | (while [ ! -e "${gate}" ]; do sleep 0.05; done; exec cat > "${out}")`;
+    const shell = Bun.spawn(["sh", "-c", script], { cwd: REPO_ROOT, env, stdout: "ignore", stderr: "pipe" });
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor("/healthz", async () => ((await fetch(`${url}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined), 10_000);
+    const pid = Number(readFileSync(pidFile, "utf8"));
+
+    // One line of about 120 bytes each: more than MAX_HELD_BYTES and the pipe's 64 KiB together.
+    const requests = Math.ceil((MAX_HELD_BYTES + 1024 * 1024) / 100);
+    let sent = 0;
+    const worker = async () => {
+      while (sent < requests) {
+        sent++;
+        const res = await fetch(`${url}/v1/providers?limit=1`, { headers: { authorization: `Bearer ${apiKey}` } });
+        expect(res.status).toBe(200);
+        await res.arrayBuffer();
+      }
+    };
+    await Promise.all(Array.from({ length: 32 }, worker));
+
+    writeFileSync(gate, "");
+    await waitFor("the drop reported", () => (existsSync(out) && readFileSync(out, "utf8").includes("log lines dropped") ? true : undefined), 10_000);
+    process.kill(pid, "SIGTERM");
+    expect(await within(shell.exited, 10_000)).toBe(0);
+    const entries = readFileSync(out, "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const logged = entries.filter((e) => e.msg === "request" && e.route === "/v1/providers").length;
+    const drops = entries.filter((e) => e.msg === "log lines dropped while standard output was not read");
+    expect(drops).toHaveLength(1);
+    expect(drops[0]).toMatchObject({ level: "warn" });
+    // Every request is either logged or counted as dropped; what was held stayed within the bound.
+    expect(logged + (drops[0]?.lines as number)).toBe(requests);
+    expect(logged * 100).toBeLessThan(MAX_HELD_BYTES + 1024 * 1024);
+    // The server went on after the gap and stopped cleanly.
+    expect(entries.at(-1)).toMatchObject({ msg: "stopped" });
+  }, 60_000);
 });

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { LogSink } from "../../src/logging/stream-sink.ts";
 import { createServiceLogger } from "../../src/logging/logger.ts";
-import { openStreamSink, PIPE_BUF } from "../../src/logging/stream-sink.ts";
+import { MAX_HELD_BYTES, openStreamSink, PIPE_BUF } from "../../src/logging/stream-sink.ts";
 import { BUN, REPO_ROOT } from "../e2e/process.ts";
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
@@ -129,4 +129,94 @@ describe("serve's log on standard output", () => {
       ]);
     });
   }
+});
+
+describe("serve's log when standard output is not read", () => {
+  /** An output that takes `room` writes, then has no room until `drain()`. */
+  function stalledOutput(room: number) {
+    const writes: string[] = [];
+    let resume: (() => void) | undefined;
+    let left = room;
+    const output = {
+      write(text: string) {
+        writes.push(text);
+        return --left > 0;
+      },
+      whenDrained(callback: () => void) {
+        expect(resume).toBeUndefined();
+        resume = callback;
+      },
+    };
+    const drain = (more: number) => {
+      const callback = resume as () => void;
+      resume = undefined;
+      left = more;
+      callback();
+    };
+    return { output, writes, drain, waiting: () => resume !== undefined };
+  }
+  const lineNumbers = (writes: string[]) => writes.join("").split("\n").slice(0, -1).map((l) => Number(l.slice(0, 6)));
+  const numbered = (n: number) => `${String(n).padStart(6, "0")}${"x".repeat(93)}\n`;
+
+  test("once the output has no room, nothing more is written until it drains; the lines beyond MAX_HELD_BYTES are dropped and counted", async () => {
+    const { output, writes, drain, waiting } = stalledOutput(3);
+    const dropped: number[] = [];
+    const sink = openStreamSink(output, (lines) => dropped.push(lines));
+    sinks.push(sink);
+    // 100 bytes a line: 2 MiB more than the sink holds.
+    const total = Math.ceil((MAX_HELD_BYTES + 2 * 1024 * 1024) / 100);
+    for (let i = 0; i < total; i++) sink.write(numbered(i), 0);
+    await nextTurn();
+    // Three pieces went out, the third was taken without room for more.
+    expect(writes).toHaveLength(3);
+    expect(waiting()).toBe(true);
+    sink.flush();
+    await nextTurn();
+    expect(writes).toHaveLength(3);
+    expect(dropped).toEqual([]);
+
+    drain(Number.POSITIVE_INFINITY);
+    const written = lineNumbers(writes);
+    // What was written is the first lines, in order, none twice; the rest were dropped, and said so once.
+    expect(written).toEqual(Array.from({ length: written.length }, (_, i) => i));
+    expect(dropped).toHaveLength(1);
+    expect(written.length + (dropped[0] as number)).toBe(total);
+    // What was held, beyond the three pieces taken: at most MAX_HELD_BYTES.
+    expect(written.length * 100 - 3 * 40 * 100).toBeLessThanOrEqual(MAX_HELD_BYTES);
+    expect(written.length * 100 - 3 * 40 * 100).toBeGreaterThan(MAX_HELD_BYTES - PIPE_BUF);
+
+    // Drained: lines flow again, at the end of the turn.
+    sink.write(numbered(total), 0);
+    await nextTurn();
+    expect(lineNumbers(writes).at(-1)).toBe(total);
+    expect(waiting()).toBe(false);
+  });
+
+  test("serve's logger says how many lines it dropped, in a warning after the lines it held", async () => {
+    const { output, writes, drain } = stalledOutput(1);
+    const original = process.stdout.write;
+    const originalOnce = process.stdout.once;
+    process.stdout.write = ((text: string) => output.write(text)) as typeof process.stdout.write;
+    process.stdout.once = ((event: string, callback: () => void) => {
+      expect(event).toBe("drain");
+      output.whenDrained(callback);
+      return process.stdout;
+    }) as typeof process.stdout.once;
+    restores.push(() => {
+      process.stdout.write = original;
+      process.stdout.once = originalOnce;
+    });
+    const logger = createServiceLogger({ logLevel: "info", logFile: undefined }, () => Date.UTC(2026, 0, 5, 8));
+    const lines = Math.ceil(MAX_HELD_BYTES / 60) + 1000;
+    for (let i = 0; i < lines; i++) logger.info("request", { n: i });
+    await nextTurn();
+    drain(Number.POSITIVE_INFINITY);
+    logger.flush?.();
+    const entries = writes.join("").split("\n").slice(0, -1).map((l) => JSON.parse(l) as { level: string; msg: string; n?: number; lines?: number });
+    const warning = entries.at(-1);
+    expect(warning).toMatchObject({ level: "warn", msg: "log lines dropped while standard output was not read" });
+    const kept = entries.slice(0, -1);
+    expect(kept.map((e) => e.n)).toEqual(Array.from({ length: kept.length }, (_, i) => i));
+    expect(kept.length + (warning?.lines as number)).toBe(lines);
+  });
 });
