@@ -8,7 +8,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { open } from "lmdb";
-import { api, cleanup, createApiKeyWithCli, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
+import { api, cleanup, createApiKeyWithCli, freePort, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
 
 afterEach(cleanup);
 
@@ -139,6 +139,34 @@ describe("backup and restore", () => {
     refusal(await runTokenmint(["restore", file], cliEnv(fresh, masterKey)));
     expect(existsSync(fresh)).toBe(false);
     expect(snapshot(dataDir)).toEqual(before);
+  });
+
+  test("data LMDB finds damaged: every command and serve name the file and the way back; after a restore, check finds the data sound", async () => {
+    const masterKey = newMasterKey();
+    const dataDir = await seededDataDir(masterKey);
+    const env = cliEnv(dataDir, masterKey);
+    const file = join(tempDataDir(), "before-damage.mdb");
+    expect((await runTokenmint(["backup", file], env)).code).toBe(0);
+    // Every page but the two meta pages zeroed: the tree's root is no B-tree page any more.
+    const data = join(dataDir, "tokenmint.mdb");
+    const bytes = readFileSync(data);
+    bytes.fill(0, 2 * 4096);
+    writeFileSync(data, bytes);
+
+    const damaged = `tokenmint: ${data} is damaged (MDB_CORRUPTED: Located page was wrong type): stop the server and restore a backup (tokenmint restore FILE)`;
+    for (const args of [["check"], ["keys", "list"], ["apikeys", "create", "--name", "more"], ["serve"]]) {
+      const result = await runTokenmint(args, { ...env, TOKENMINT_WORKERS: "1", TOKENMINT_PORT: String(await freePort()) });
+      expect({ args, code: result.code, last: result.stderrLines.at(-1) }).toEqual({ args, code: 1, last: damaged });
+      // LMDB itself may print one line of its own before ours; nothing else is said.
+      expect(result.stderrLines.length).toBeLessThanOrEqual(2);
+      expect(result.stdout).toBe("");
+    }
+
+    const restored = await runTokenmint(["restore", file], env);
+    expect(restored.code).toBe(0);
+    const check = await runTokenmint(["check"], env);
+    expect(check.code).toBe(0);
+    expect(check.stdout).toContain("tokenmint check: ok");
   });
 
   test("backup never overwrites a file and refuses an empty data directory; usage errors exit 2", async () => {

@@ -389,3 +389,46 @@ function lines(stream: ReadableStream<Uint8Array>): { next(): Promise<string | u
     },
   };
 }
+
+describe("lmdb store: a data file LMDB finds damaged", () => {
+  const PATH = "/data/tokenmint.mdb";
+  /** lmdb's error for a return code, as its reads throw it. */
+  const lmdbError = (code: number, message: string) => Object.assign(new Error(message), { code });
+  /** A store over an environment whose every read throws `error`. */
+  const failingStore = (error: Error) => {
+    const db = {
+      get: () => {
+        throw error;
+      },
+      getRange: () => {
+        throw error;
+      },
+      putSync: () => undefined,
+      transaction: (body: () => unknown) => new Promise((resolve) => resolve(body())),
+    };
+    return new LmdbStore(db as unknown as RootDatabase<unknown, string>, PATH, false);
+  };
+  const failure = (promise: Promise<unknown>) => promise.then(() => undefined, (error: unknown) => error as Error);
+
+  test("reads, listings and writes that find a page missing, of the wrong type or after a fatal error are unavailable, naming the file and the way back", async () => {
+    for (const [code, message] of [
+      [-30797, "MDB_PAGE_NOTFOUND: Requested page not found"],
+      [-30796, "MDB_CORRUPTED: Located page was wrong type"],
+      [-30795, "MDB_PANIC: Update of meta page failed or environment had fatal error"],
+    ] as const) {
+      const store = failingStore(lmdbError(code, message));
+      for (const attempt of [store.getMeta("format"), store.listProviders(A, { limit: 10 }), store.listProjects(), store.createProvider(providerRecord(A, T0))]) {
+        const error = await failure(attempt);
+        expect(await storeErrorKind(Promise.reject(error))).toBe("unavailable");
+        expect(error?.message).toBe(`${PATH} is damaged (${message}): stop the server and restore a backup (tokenmint restore FILE)`);
+      }
+    }
+  });
+
+  test("any other failure of a read stays what it was", async () => {
+    const other = lmdbError(-30791, "MDB_DBS_FULL: Environment maxdbs limit reached");
+    expect(await failure(failingStore(other).getMeta("format"))).toBe(other);
+    const plain = new Error("something else");
+    expect(await failure(failingStore(plain).createProvider(providerRecord(A, T0)))).toBe(plain);
+  });
+});

@@ -71,14 +71,33 @@ function openAnnouncements(path: string): Float64Array | undefined {
 }
 
 /**
+ * LMDB's codes for a data file it finds damaged as it reads: a page missing or not what the tree
+ * says it is (MDB_PAGE_NOTFOUND, MDB_CORRUPTED), or an environment that failed fatally before
+ * (MDB_PANIC).
+ */
+const DAMAGE_CODES = new Set([-30797, -30796, -30795]);
+
+/**
+ * What a read that found the data file damaged becomes: `unavailable`, naming the file and the way
+ * back (a backup). Anything else stays as it is. (Some damage LMDB does not detect stops the
+ * process instead; the way back is the same.)
+ */
+function damageFailure(error: unknown, path: string): unknown {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  if (typeof code !== "number" || !DAMAGE_CODES.has(code)) return error;
+  return new StoreError("unavailable", `${path} is damaged (${(error as Error).message}): stop the server and restore a backup (tokenmint restore FILE)`);
+}
+
+/**
  * What a failed commit becomes: `unavailable`, with the reason. lmdb rejects each write of a
  * failed commit with a generic error whose `commitError`, a promise, rejects with the reason
  * (`No space left on device: ...` when the disk is full); reading it here also handles that
- * promise. Anything else (what a transaction's body threw) stays as it is.
+ * promise. A body that found the data damaged is `unavailable` too (damageFailure); anything else
+ * it threw stays as it is.
  */
 async function commitFailure(error: unknown, path: string): Promise<never> {
   const pending = (error as { commitError?: unknown } | undefined)?.commitError;
-  if (!(pending instanceof Promise)) throw error;
+  if (!(pending instanceof Promise)) throw damageFailure(error, path);
   let reason: unknown;
   // lmdb rejects it in the same callback as the writes; the bound only matters should it not.
   await finishesWithin(
@@ -201,16 +220,44 @@ export class LmdbStore implements Store {
     });
   }
 
+  /** Reads go through `#get` and `#range`: a damaged data file is `unavailable` (damageFailure). */
   #get<T>(k: string): T | undefined {
-    return this.#db.get(k) as T | undefined;
+    try {
+      return this.#db.get(k) as T | undefined;
+    } catch (error) {
+      throw this.#readFailure(error);
+    }
+  }
+
+  /** The values from `start` to before `end`, at most `limit`. */
+  #range<T>(start: string, end: string, limit?: number): T[] {
+    try {
+      return Array.from(this.#db.getRange({ start, end, limit }), ({ value }) => value as T);
+    } catch (error) {
+      throw this.#readFailure(error);
+    }
+  }
+
+  /**
+   * A failed read as damageFailure makes it. After damage, LMDB refuses every further read of the
+   * same snapshot (MDB_BAD_TXN); the next read starts a new one, so only what meets a damaged page
+   * fails.
+   */
+  #readFailure(error: unknown): unknown {
+    const failure = damageFailure(error, this.#path);
+    if (failure !== error) {
+      try {
+        this.#db.resetReadTxn();
+      } catch {
+        // No snapshot to drop (a read inside a write transaction).
+      }
+    }
+    return failure;
   }
 
   #page<T extends { id: string }>(prefix: string, page: PageRequest): Page<T> {
     const start = page.after === undefined ? prefix : `${prefix}${page.after}\u0000`;
-    const items: T[] = [];
-    for (const { value } of this.#db.getRange({ start, end: rangeEnd(prefix), limit: page.limit + 1 })) {
-      items.push(value as T);
-    }
+    const items = this.#range<T>(start, rangeEnd(prefix), page.limit + 1);
     const more = items.length > page.limit;
     if (more) items.length = page.limit;
     return { items, last: more ? items[items.length - 1]?.id : undefined };
@@ -335,7 +382,7 @@ export class LmdbStore implements Store {
 
   async listProjects(): Promise<ProjectRecord[]> {
     const prefix = "project:";
-    return [...this.#db.getRange({ start: prefix, end: rangeEnd(prefix) })].map(({ value }) => value as ProjectRecord);
+    return this.#range<ProjectRecord>(prefix, rangeEnd(prefix));
   }
 
   createProvider(provider: ProviderRecord): Promise<void> {
@@ -449,7 +496,7 @@ export class LmdbStore implements Store {
 
   async listClientSecrets(projectId: string, clientId: string): Promise<ClientSecretRecord[]> {
     const prefix = key.secretsOf(projectId, clientId);
-    return [...this.#db.getRange({ start: prefix, end: rangeEnd(prefix) })].map(({ value }) => value as ClientSecretRecord);
+    return this.#range<ClientSecretRecord>(prefix, rangeEnd(prefix));
   }
 
   async deleteClientSecret(projectId: string, clientId: string, id: string): Promise<void> {
@@ -478,7 +525,7 @@ export class LmdbStore implements Store {
 
   async listApiKeys(projectId: string): Promise<ApiKeyRecord[]> {
     const prefix = key.apiKeysOf(projectId);
-    return [...this.#db.getRange({ start: prefix, end: rangeEnd(prefix) })].map(({ value }) => value as ApiKeyRecord);
+    return this.#range<ApiKeyRecord>(prefix, rangeEnd(prefix));
   }
 
   updateApiKey(projectId: string, id: string, update: Updater<ApiKeyRecord>): Promise<ApiKeyRecord> {
