@@ -94,6 +94,8 @@ export interface KeySetStatus {
 
 /** How often the compare-and-swap is retried when another writer changed the set meanwhile. */
 const MAX_ATTEMPTS = 5;
+/** A maintenance failure that keeps recurring (a store that cannot be read) is logged again after this long. */
+const REPEAT_LOG_MS = 60_000;
 
 export class KeyService {
   readonly #o: KeyServiceOptions;
@@ -115,6 +117,8 @@ export class KeyService {
   #catchingUp: { seq: number; done: Promise<void> } | undefined;
   /** Set while `follow` keeps failing: it logs the first failure only, not one per request. */
   #followFailing = false;
+  /** The maintenance failures logged since the last pass that went without one, and when. */
+  readonly #failuresLogged = new Map<string, number>();
 
   constructor(options: KeyServiceOptions) {
     this.#o = options;
@@ -402,7 +406,7 @@ export class KeyService {
       this.#quiet = undefined;
       failed = this.#o.projects !== undefined && !(await this.#syncProjects(await this.#o.projects()));
     } catch (error) {
-      this.#o.logger.error("key maintenance failed", { error: (error as Error).message });
+      this.#logFailure(error);
       return;
     }
     for (const projectId of this.#loaded.keys()) {
@@ -410,10 +414,25 @@ export class KeyService {
         await this.#maintain(projectId);
       } catch (error) {
         failed = true;
-        this.#o.logger.error("key maintenance failed", { error: (error as Error).message });
+        this.#logFailure(error);
       }
     }
-    if (!failed) this.#quiet = { seq, until: this.#dueAt() };
+    if (failed) return;
+    if (this.#failuresLogged.size > 0) {
+      this.#failuresLogged.clear();
+      this.#o.logger.info("key maintenance works again");
+    }
+    this.#quiet = { seq, until: this.#dueAt() };
+  }
+
+  /** Logs a failed pass; the same failure again only after REPEAT_LOG_MS (a pass runs twice a second). */
+  #logFailure(error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    const now = this.#o.now();
+    const logged = this.#failuresLogged.get(message);
+    if (logged !== undefined && now - logged < REPEAT_LOG_MS) return;
+    this.#failuresLogged.set(message, now);
+    this.#o.logger.error("key maintenance failed", { error: message });
   }
 
   /**

@@ -232,6 +232,9 @@ describe("KeyService stop", () => {
     await t.ctx.keys.stop();
   });
 
+});
+
+describe("KeyService: a failed maintenance pass", () => {
   test("a pass whose first read fails is logged and resolves; the next pass tries again", async () => {
     const logLines: string[] = [];
     const t = await app({ logLines });
@@ -245,6 +248,37 @@ describe("KeyService stop", () => {
     t.clock.advance(PERIOD_S * 1000);
     await t.ctx.keys.tick();
     expect(ring(t).kid).not.toBe(kid);
+  });
+
+  test("a failure that recurs at every pass is logged once a minute, and its end once", async () => {
+    const logLines: string[] = [];
+    const t = await app({ logLines });
+    const store = t.ctx.store as unknown as Record<string, unknown>;
+    const original = store.changeSeq;
+    store.changeSeq = () => Promise.reject(new Error("store unreadable"));
+    const failures = () => logLines.filter((line) => line.includes("key maintenance failed") && line.includes("store unreadable")).length;
+    // Two passes a second for 59 s: one line.
+    for (let i = 0; i < 118; i++) {
+      await t.ctx.keys.tick();
+      t.clock.advance(0.5);
+    }
+    expect(failures()).toBe(1);
+    t.clock.advance(1);
+    await t.ctx.keys.tick();
+    expect(failures()).toBe(2);
+    // Another failure is told at once.
+    store.changeSeq = () => Promise.reject(new Error("another fault"));
+    await t.ctx.keys.tick();
+    expect(logLines.filter((line) => line.includes("another fault"))).toHaveLength(1);
+    store.changeSeq = original;
+    await t.ctx.keys.tick();
+    await t.ctx.keys.tick();
+    expect(logLines.filter((line) => line.includes("key maintenance works again"))).toHaveLength(1);
+    // A failure after the recovery is news again.
+    store.changeSeq = () => Promise.reject(new Error("store unreadable"));
+    await t.ctx.keys.tick();
+    expect(failures()).toBe(3);
+    store.changeSeq = original;
   });
 });
 
