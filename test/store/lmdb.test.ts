@@ -405,6 +405,8 @@ describe("lmdb store: a data file LMDB finds damaged", () => {
       },
       putSync: () => undefined,
       transaction: (body: () => unknown) => new Promise((resolve) => resolve(body())),
+      // lmdb's copy rejects with the name in the message and no code.
+      backup: () => Promise.reject(new Error(error.message)),
     };
     return new LmdbStore(db as unknown as RootDatabase<unknown, string>, PATH, false);
   };
@@ -424,6 +426,16 @@ describe("lmdb store: a data file LMDB finds damaged", () => {
       }
     }
   });
+
+  test("a backup that meets damage says the data is damaged, not that the backup could not be written", () =>
+    withDir(async (path) => {
+      const file = join(path, "copy.mdb");
+      const damaged = await failure(failingStore(lmdbError(-30796, "MDB_CORRUPTED: Located page was wrong type")).backup(file));
+      expect(damaged?.message).toBe(`${PATH} is damaged (MDB_CORRUPTED: Located page was wrong type): stop the server and restore a backup (tokenmint restore FILE)`);
+      const other = await failure(failingStore(new Error("ENOSPC: no space left on device")).backup(file));
+      expect(other?.message).toBe(`cannot write the backup ${file}: ENOSPC: no space left on device`);
+      expect(existsSync(file)).toBe(false);
+    }));
 
   test("any other failure of a read stays what it was", async () => {
     const other = lmdbError(-30791, "MDB_DBS_FULL: Environment maxdbs limit reached");

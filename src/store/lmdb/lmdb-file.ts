@@ -1,8 +1,9 @@
 /**
  * @module store/lmdb/lmdb-file
  * File-level helpers of the LMDB backend: recognizing an LMDB data file before lmdb opens it
- * (lmdb's native code crashes the process on anything else), flushing files to disk, and writing
- * a backup file that never appears half-written.
+ * (lmdb's native code crashes the process on anything else), telling damage lmdb reports from
+ * other failures, flushing files to disk, and writing a backup file that never appears
+ * half-written.
  */
 import { chmodSync, closeSync, existsSync, fstatSync, fsyncSync, linkSync, openSync, readSync, renameSync, rmSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
@@ -55,6 +56,32 @@ export function lmdbFileProblem(path: string): string | undefined {
   }
 }
 
+/**
+ * LMDB's errors for a data file it finds damaged as it reads, by code and by name: a page missing
+ * or not what the tree says it is (MDB_PAGE_NOTFOUND, MDB_CORRUPTED), or an environment that
+ * failed fatally before (MDB_PANIC). Reads throw them with their `code`; a backup's copy only
+ * with the name opening the message.
+ */
+const DAMAGE = new Map([
+  [-30797, "MDB_PAGE_NOTFOUND"],
+  [-30796, "MDB_CORRUPTED"],
+  [-30795, "MDB_PANIC"],
+]);
+const DAMAGE_NAMES = [...DAMAGE.values()];
+
+/**
+ * What a read that found the data file damaged becomes: `unavailable`, naming the file and the way
+ * back (a backup). Anything else stays as it is. (Some damage LMDB does not detect stops the
+ * process instead; the way back is the same.)
+ */
+export function damageFailure(error: unknown, path: string): unknown {
+  if (!(error instanceof Error)) return error;
+  const code = (error as { code?: unknown }).code;
+  const damage = typeof code === "number" ? DAMAGE.has(code) : DAMAGE_NAMES.some((name) => error.message.startsWith(`${name}:`));
+  if (!damage) return error;
+  return new StoreError("unavailable", `${path} is damaged (${error.message}): stop the server and restore a backup (tokenmint restore FILE)`);
+}
+
 /** Flushes a file or directory to disk; a platform that cannot sync a directory is skipped. */
 export function fsyncPath(path: string): void {
   let fd: number | undefined;
@@ -83,7 +110,7 @@ const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
  * name beside `path`, flushed, then linked into place: `path` never holds a partial copy, and an
  * existing `path` is `already_exists` and never overwritten.
  */
-export async function backupEnvironment(db: BackupSource, path: string): Promise<void> {
+export async function backupEnvironment(db: BackupSource, path: string, source: string): Promise<void> {
   const target = resolve(path);
   if (existsSync(target)) throw new StoreError("already_exists", `${path} already exists`);
   const partial = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
@@ -103,6 +130,9 @@ export async function backupEnvironment(db: BackupSource, path: string): Promise
     fsyncPath(dirname(target));
   } catch (error) {
     if (error instanceof StoreError) throw error;
+    // Damage met while reading `source` is the data's fault, not the backup's.
+    const damaged = damageFailure(error, source);
+    if (damaged !== error) throw damaged;
     throw new StoreError("unavailable", `cannot write the backup ${path}: ${(error as Error).message}`);
   } finally {
     rmSync(partial, { force: true });

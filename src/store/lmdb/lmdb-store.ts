@@ -32,7 +32,7 @@ import {
   type Updater,
 } from "../store.ts";
 import { finishesWithin } from "../../runtime/finishes-within.ts";
-import { backupEnvironment, lmdbFileProblem } from "./lmdb-file.ts";
+import { backupEnvironment, damageFailure, lmdbFileProblem } from "./lmdb-file.ts";
 import { key, rangeEnd, type ExpiringKind } from "./lmdb-keys.ts";
 
 /** How long `close` waits for lmdb to finish (LmdbStore#close). */
@@ -68,24 +68,6 @@ function openAnnouncements(path: string): Float64Array | undefined {
   } catch {
     return undefined;
   }
-}
-
-/**
- * LMDB's codes for a data file it finds damaged as it reads: a page missing or not what the tree
- * says it is (MDB_PAGE_NOTFOUND, MDB_CORRUPTED), or an environment that failed fatally before
- * (MDB_PANIC).
- */
-const DAMAGE_CODES = new Set([-30797, -30796, -30795]);
-
-/**
- * What a read that found the data file damaged becomes: `unavailable`, naming the file and the way
- * back (a backup). Anything else stays as it is. (Some damage LMDB does not detect stops the
- * process instead; the way back is the same.)
- */
-function damageFailure(error: unknown, path: string): unknown {
-  const code = (error as { code?: unknown } | null | undefined)?.code;
-  if (typeof code !== "number" || !DAMAGE_CODES.has(code)) return error;
-  return new StoreError("unavailable", `${path} is damaged (${(error as Error).message}): stop the server and restore a backup (tokenmint restore FILE)`);
 }
 
 /**
@@ -601,7 +583,7 @@ export class LmdbStore implements Store {
    * existing `path` is `already_exists` and never overwritten.
    */
   backup(path: string): Promise<void> {
-    return backupEnvironment(this.#db, path);
+    return backupEnvironment(this.#db, path, this.#path);
   }
 
   /**
