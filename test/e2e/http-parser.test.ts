@@ -1,11 +1,11 @@
 /**
  * What the README says of requests the runtime's HTTP parser refuses before tokenmint sees them:
  * 400 or 431 with an empty body, or no answer to a method it does not know, and the connection
- * closed. Large headers below the limit pass.
+ * closed; a body over the runtime's own limit the same way. Large headers below the limit pass.
  */
 import { afterEach, expect, test } from "bun:test";
 import { connect } from "node:net";
-import { cleanup, startServer } from "./process.ts";
+import { cleanup, createApiKeyWithCli, startServer } from "./process.ts";
 
 afterEach(cleanup);
 
@@ -35,5 +35,25 @@ test("unreadable requests get 400 or 431 with an empty body from the HTTP parser
   expect(await exchange(server.port, "FOO /v1/providers HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")).toBe("");
   const big = await exchange(server.port, get(`X-A: ${"a".repeat(6000)}\r\nX-B: ${"b".repeat(6000)}\r\n`));
   expect(big).toStartWith("HTTP/1.1 200 OK\r\n");
+  expect(await server.proc.stop()).toBe(0);
+});
+
+test("a body over the runtime's limit (1 MiB with the default settings) gets 413 with an empty body from the runtime; below it, tokenmint's own 413", async () => {
+  const server = await startServer();
+  const post = (length: number) =>
+    `POST /v1/providers HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${"k".repeat(40)}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`;
+  // Only the head is sent: the runtime answers from the declared length.
+  const over = await exchange(server.port, post((1 << 20) + 1));
+  expect(over).toMatch(/^HTTP\/1\.1 413 [A-Za-z ]+\r\n/);
+  expect(over.slice(over.indexOf("\r\n\r\n") + 4)).toBe("");
+  // The API key is checked first; over TOKENMINT_MAX_BODY_BYTES but within the runtime's limit: JSON.
+  const key = await createApiKeyWithCli(server);
+  const within = await fetch(`${server.url}/v1/providers`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ name: "x".repeat(100_000) }),
+  });
+  expect(within.status).toBe(413);
+  expect(await within.json()).toMatchObject({ code: "payload_too_large" });
   expect(await server.proc.stop()).toBe(0);
 });
