@@ -67,7 +67,9 @@ function integerIn(name: string, raw: string, min: number, max: number): number 
 export function isHostName(value: string): boolean {
   const match = /^([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*)(?::(\d{1,5}))?$/.exec(value);
   if (match === null || (match[1] as string).length > 253) return false;
-  return match[2] === undefined || (Number(match[2]) >= 1 && Number(match[2]) <= 65535);
+  if (match[2] !== undefined && !(Number(match[2]) >= 1 && Number(match[2]) <= 65535)) return false;
+  // What these rules pass but a URL refuses (an `xn--` label that is no valid IDNA name) is no host name either.
+  return URL.canParse(`http://${value}`);
 }
 
 /**

@@ -67,7 +67,7 @@ describe("loadConfig", () => {
     expect(loadConfig({ TOKENMINT_BASE_DOMAIN: "internal" }).baseDomain).toBe("internal");
     // The default, the public URL's host, may be an IP address: projects then cannot be created (core/projects.ts).
     expect(["http://10.0.0.5:8080", "http://[::1]:8080", "https://auth.example.com"].map((url) => isDnsName(loadConfig({ TOKENMINT_PUBLIC_URL: url }).baseDomain))).toEqual([false, false, true]);
-    for (const bad of ["10.0.0.5", "10.0.0.5:8080", "tm.123", "0x7f.1", "[::1]", "a b", "tm.example.com:0"]) {
+    for (const bad of ["10.0.0.5", "10.0.0.5:8080", "tm.123", "0x7f.1", "[::1]", "a b", "tm.example.com:0", "xn--zz.example"]) {
       expect({ bad, problems: problemsOf({ TOKENMINT_BASE_DOMAIN: bad }) }).toEqual({ bad, problems: [expect.stringContaining("TOKENMINT_BASE_DOMAIN")] });
     }
   });

@@ -130,6 +130,18 @@ describe("projects", () => {
     expect(await json<ProjectBody>(await t.api("PATCH", "/v1/project", { customDomain: "auth.acme.test" }))).toMatchObject({ issuer: "https://auth.acme.test" });
   });
 
+  test("an internationalized custom domain is stored and served in its ASCII form, the one Host headers carry", async () => {
+    const patched = await json<ProjectBody>(await asAcme("PATCH", "/v1/project", { customDomain: "Bücher.Example:8443" }));
+    expect(patched).toMatchObject({ customDomain: "xn--bcher-kva.example:8443", issuer: "https://xn--bcher-kva.example:8443" });
+    expect((await discovery("xn--bcher-kva.example:8443")).issuer).toBe("https://xn--bcher-kva.example:8443");
+    // The same domain in either form is the same domain: another project cannot take it.
+    await expectError(await t.api("PATCH", "/v1/project", { customDomain: "xn--bcher-kva.example:8443" }), 409, "conflict");
+    await expectError(await t.api("PATCH", "/v1/project", { customDomain: "bücher.example:8443" }), 409, "conflict");
+    // A name without an ASCII form is refused.
+    await expectError(await asAcme("PATCH", "/v1/project", { customDomain: "xn--zz.example" }), 400, "invalid_request", "customDomain");
+    await expectError(await asAcme("PATCH", "/v1/project", { customDomain: "b\u00fccher..example" }), 400, "invalid_request", "customDomain");
+  });
+
   test("/oauth/token is routed by Host: a client authenticates only at its own project's hosts", async () => {
     const provider = await json<{ id: string }>(await asAcme("POST", "/v1/providers", { name: "p" }));
     const client = await json<{ id: string }>(await asAcme("POST", `/v1/providers/${provider.id}/clients`, { name: "c", audience: "urn:api" }));
