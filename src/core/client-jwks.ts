@@ -25,7 +25,8 @@ const PRIVATE_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
 const KEY_MEMBERS = { RSA: ["n", "e"], EC: ["crv", "x", "y"], OKP: ["crv", "x"] } as const;
 type Kty = keyof typeof KEY_MEMBERS;
 const CURVES: Readonly<Record<Kty, readonly string[]>> = { RSA: [], EC: ["P-256", "P-384", "P-521"], OKP: ["Ed25519"] };
-const BASE64URL = /^[A-Za-z0-9_-]+$/;
+/** Unpadded base64url: its alphabet, and a length that encodes whole bytes (4n + 1 characters never do). */
+const isBase64url = (value: string) => /^[A-Za-z0-9_-]+$/.test(value) && value.length % 4 !== 1;
 /** A kid is 1..200 printable characters (no control characters), like our other free text. */
 
 const problem = (index: number, text: string) => new AppError("invalid_request", `keys[${index}]: ${text}`);
@@ -60,7 +61,7 @@ export async function publicClientJwk(input: unknown, index: number): Promise<Re
   const key: Record<string, string> = { kty };
   for (const member of KEY_MEMBERS[kty]) {
     const value = jwk[member];
-    if (typeof value !== "string" || (member !== "crv" && !BASE64URL.test(value))) throw problem(index, `'${member}' is required for kty '${kty}' (a base64url string).`);
+    if (typeof value !== "string" || (member !== "crv" && !isBase64url(value))) throw problem(index, `'${member}' is required for kty '${kty}' (a base64url string).`);
     key[member] = value;
   }
   if (kty !== "RSA" && !CURVES[kty].includes(key.crv as string)) throw problem(index, `crv must be one of ${CURVES[kty].map((c) => `'${c}'`).join(", ")} for kty '${kty}'.`);

@@ -65,6 +65,10 @@ describe("client public keys", () => {
     const put = (body: unknown) => t.api("PUT", jwksPath(providerId, clientId), body);
     await expectError(await put({ keys: [es.publicJwk, { ...ed.publicJwk, d: "AAAA" }] }), 400, "invalid_request", "keys[1]: private key member 'd'");
     await expectError(await put({ keys: [{ kty: "oct", k: "c2VjcmV0" }] }), 400, "invalid_request", "symmetric keys");
+    // Members in the base64url alphabet but of a length no bytes encode (4n + 1 characters).
+    await expectError(await put({ keys: [{ kty: "RSA", n: "EdDSA", e: "AQAB" }] }), 400, "invalid_request", "keys[0]: 'n' is required for kty 'RSA' (a base64url string)");
+    await expectError(await put({ keys: [{ kty: "RSA", n: `${"A".repeat(341)}B`, e: "AQABC" }] }), 400, "invalid_request", "keys[0]: 'e'");
+    await expectError(await put({ keys: [{ ...es.publicJwk, x: `${es.publicJwk.x}A` }] }), 400, "invalid_request", "keys[0]");
     await expectError(await put({ keys: [{ ...es.publicJwk, use: "enc" }] }), 400, "invalid_request", "use must be 'sig'");
     await expectError(await put({ keys: [{ ...es.publicJwk, kid: "a" }, { ...ed.publicJwk, kid: "a" }] }), 400, "invalid_request", "kids must be unique");
     await expectError(await put({ keys: [] }), 400, "invalid_request", "keys");
