@@ -125,6 +125,8 @@ export function slugProblem(slug: string): string | undefined {
     return "slug must be a DNS label: 1 to 63 lowercase letters, digits and hyphens, not starting or ending with a hyphen";
   }
   if (slug === DEFAULT_PROJECT_SLUG) return `slug '${DEFAULT_PROJECT_SLUG}' is reserved for the default project`;
+  // The slug becomes a host name: an `xn--` label must be valid IDNA, or no URL of the project could be built.
+  if (!URL.canParse(`http://${slug}.example`)) return `slug '${slug}' is not a valid internationalized (xn--) label`;
   return undefined;
 }
 

@@ -362,9 +362,14 @@ describe("projects", () => {
   });
 
   test("slugs are DNS labels, unique, and 'default' is reserved", async () => {
-    for (const slug of ["default", "Acme", "-x", "a_b", "a".repeat(64)]) {
+    // An xn-- label that is no valid IDNA name would make a host no URL takes: refused, nothing stored.
+    for (const slug of ["default", "Acme", "-x", "a_b", "a".repeat(64), "xn--zz"]) {
       await expect(createProject(t.ctx.store, { slug, name: "x" }, t.ctx.config, t.clock.now())).rejects.toMatchObject({ code: "invalid_request" });
     }
+    expect((await t.ctx.store.listProjects()).map((p) => p.slug)).not.toContain("xn--zz");
     await expect(createProject(t.ctx.store, { slug: "acme", name: "x" }, t.ctx.config, t.clock.now())).rejects.toMatchObject({ code: "conflict" });
+    // A valid one is a project like any other, at its ASCII host.
+    const idn = await createProject(t.ctx.store, { slug: "xn--bcher-kva", name: "Bücher" }, t.ctx.config, t.clock.now());
+    expect(idn.slug).toBe("xn--bcher-kva");
   });
 });
