@@ -15,8 +15,8 @@ import type { Output } from "./output.ts";
 
 export async function backupCommand(config: Config, args: ParsedArgs, io: Output): Promise<void> {
   const [, file, extra] = args.words;
-  if (file === undefined || extra !== undefined) throw new UsageError("usage: tokenmint backup FILE [--json]");
-  if (existsSync(file)) throw new AppError("conflict", `${file} already exists; backup never overwrites a file, choose a new name`);
+  if (file === undefined || file.trim() === "" || extra !== undefined) throw new UsageError("usage: tokenmint backup FILE [--json]");
+  if (existsSync(file)) throw new AppError("conflict", `${file} already exists; backup never overwrites a file or directory, choose a new file name`);
   const directory = dirname(resolve(file));
   if (!existsSync(directory)) throw new AppError("not_found", `the directory ${directory} does not exist`);
 

@@ -28,7 +28,7 @@ function ensureNoServer(dataDir: string): void {
 
 export async function restoreCommand(config: Config, args: ParsedArgs, io: Output): Promise<void> {
   const [, file, extra] = args.words;
-  if (file === undefined || extra !== undefined) throw new UsageError("usage: tokenmint restore FILE [--json]");
+  if (file === undefined || file.trim() === "" || extra !== undefined) throw new UsageError("usage: tokenmint restore FILE [--json]");
   const { dataDir } = config;
   ensureNoServer(dataDir);
   if (!existsSync(file) || !statSync(file).isFile()) throw new AppError("not_found", `the backup ${file} does not exist or is not a file`);

@@ -193,7 +193,9 @@ describe("backup and restore", () => {
     expect(readdirSync(empty)).toEqual([]);
     expect(readdirSync(dir).sort()).toEqual(["backup.mdb", "notes.txt"]);
 
-    for (const args of [["backup"], ["restore"], ["backup", "a", "b"]]) {
+    // A directory is not overwritten either.
+    expect(refusal(await runTokenmint(["backup", dir], env))).toBe(`tokenmint: ${dir} already exists; backup never overwrites a file or directory, choose a new file name`);
+    for (const args of [["backup"], ["restore"], ["backup", "a", "b"], ["backup", ""], ["restore", " "]]) {
       const usage = await runTokenmint(args, env);
       expect(usage.code).toBe(2);
       expect(usage.stderrLines).toHaveLength(1);
