@@ -235,15 +235,24 @@ describe("KeyService stop", () => {
 });
 
 describe("KeyService: a failed maintenance pass", () => {
-  test("a pass whose first read fails is logged and resolves; the next pass tries again", async () => {
+  /** An app whose store's change counter can be made to fail (`failWith`) and work again (`heal`); and its log. */
+  async function failingApp() {
     const logLines: string[] = [];
     const t = await app({ logLines });
     const store = t.ctx.store as unknown as Record<string, unknown>;
     const original = store.changeSeq;
-    store.changeSeq = () => Promise.reject(new Error("disk gone"));
+    const failWith = (message: string) => void (store.changeSeq = () => Promise.reject(new Error(message)));
+    const heal = () => void (store.changeSeq = original);
+    const lines = (...parts: string[]) => logLines.filter((line) => parts.every((part) => line.includes(part))).length;
+    return { t, failWith, heal, lines };
+  }
+
+  test("a pass whose first read fails is logged and resolves; the next pass tries again", async () => {
+    const { t, failWith, heal, lines } = await failingApp();
+    failWith("disk gone");
     await t.ctx.keys.tick();
-    expect(logLines.filter((line) => line.includes("key maintenance failed") && line.includes("disk gone"))).toHaveLength(1);
-    store.changeSeq = original;
+    expect(lines("key maintenance failed", "disk gone")).toBe(1);
+    heal();
     const kid = ring(t).kid;
     t.clock.advance(PERIOD_S * 1000);
     await t.ctx.keys.tick();
@@ -251,34 +260,30 @@ describe("KeyService: a failed maintenance pass", () => {
   });
 
   test("a failure that recurs at every pass is logged once a minute, and its end once", async () => {
-    const logLines: string[] = [];
-    const t = await app({ logLines });
-    const store = t.ctx.store as unknown as Record<string, unknown>;
-    const original = store.changeSeq;
-    store.changeSeq = () => Promise.reject(new Error("store unreadable"));
-    const failures = () => logLines.filter((line) => line.includes("key maintenance failed") && line.includes("store unreadable")).length;
+    const { t, failWith, heal, lines } = await failingApp();
+    failWith("store unreadable");
     // Two passes a second for 59 s: one line.
     for (let i = 0; i < 118; i++) {
       await t.ctx.keys.tick();
       t.clock.advance(0.5);
     }
-    expect(failures()).toBe(1);
+    expect(lines("key maintenance failed", "store unreadable")).toBe(1);
     t.clock.advance(1);
     await t.ctx.keys.tick();
-    expect(failures()).toBe(2);
+    expect(lines("key maintenance failed", "store unreadable")).toBe(2);
     // Another failure is told at once.
-    store.changeSeq = () => Promise.reject(new Error("another fault"));
+    failWith("another fault");
     await t.ctx.keys.tick();
-    expect(logLines.filter((line) => line.includes("another fault"))).toHaveLength(1);
-    store.changeSeq = original;
+    expect(lines("key maintenance failed", "another fault")).toBe(1);
+    heal();
     await t.ctx.keys.tick();
     await t.ctx.keys.tick();
-    expect(logLines.filter((line) => line.includes("key maintenance works again"))).toHaveLength(1);
+    expect(lines("key maintenance works again")).toBe(1);
     // A failure after the recovery is news again.
-    store.changeSeq = () => Promise.reject(new Error("store unreadable"));
+    failWith("store unreadable");
     await t.ctx.keys.tick();
-    expect(failures()).toBe(3);
-    store.changeSeq = original;
+    expect(lines("key maintenance failed", "store unreadable")).toBe(3);
+    heal();
   });
 });
 
