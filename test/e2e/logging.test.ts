@@ -8,7 +8,7 @@ import { base64url } from "jose";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MAX_HELD_BYTES } from "../../src/logging/stream-sink.ts";
-import { BUN, cleanup, createApiKeyWithCli, freePort, newMasterKey, processEnv, REPO_ROOT, startServer, tempDataDir, waitFor, within } from "./process.ts";
+import { BUN, cleanup, createApiKeyWithCli, freePort, isAlive, newMasterKey, processEnv, REPO_ROOT, startServer, tempDataDir, waitFor, within } from "./process.ts";
 
 afterEach(cleanup);
 
@@ -157,36 +157,46 @@ describe("a log reader that stops reading", () => {
     // The server's standard output is a pipe whose reader starts reading only once `gate` exists.
     const script = `sh -c 'echo $$ > "${pidFile}"; exec "${BUN}" src/main.ts serve' | (while [ ! -e "${gate}" ]; do sleep 0.05; done; exec cat > "${out}")`;
     const shell = Bun.spawn(["sh", "-c", script], { cwd: REPO_ROOT, env, stdout: "ignore", stderr: "pipe" });
-    const url = `http://127.0.0.1:${port}`;
-    await waitFor("/healthz", async () => ((await fetch(`${url}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined), 10_000);
-    const pid = Number(readFileSync(pidFile, "utf8"));
+    let pid: number | undefined;
+    try {
+      const url = `http://127.0.0.1:${port}`;
+      await waitFor("/healthz", async () => ((await fetch(`${url}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined), 10_000);
+      pid = Number(readFileSync(pidFile, "utf8"));
+      expect(pid).toBeGreaterThan(1);
 
-    // One line of about 120 bytes each: more than MAX_HELD_BYTES and the pipe's 64 KiB together.
-    const requests = Math.ceil((MAX_HELD_BYTES + 1024 * 1024) / 100);
-    let sent = 0;
-    const worker = async () => {
-      while (sent < requests) {
-        sent++;
-        const res = await fetch(`${url}/v1/providers?limit=1`, { headers: { authorization: `Bearer ${apiKey}` } });
-        expect(res.status).toBe(200);
-        await res.arrayBuffer();
-      }
-    };
-    await Promise.all(Array.from({ length: 32 }, worker));
+      // One line of about 120 bytes each: more than MAX_HELD_BYTES and the pipe's 64 KiB together.
+      const requests = Math.ceil((MAX_HELD_BYTES + 1024 * 1024) / 100);
+      let sent = 0;
+      const worker = async () => {
+        while (sent < requests) {
+          sent++;
+          const res = await fetch(`${url}/v1/providers?limit=1`, { headers: { authorization: `Bearer ${apiKey}` } });
+          expect(res.status).toBe(200);
+          await res.arrayBuffer();
+        }
+      };
+      await Promise.all(Array.from({ length: 32 }, worker));
 
-    writeFileSync(gate, "");
-    await waitFor("the drop reported", () => (existsSync(out) && readFileSync(out, "utf8").includes("log lines dropped") ? true : undefined), 10_000);
-    process.kill(pid, "SIGTERM");
-    expect(await within(shell.exited, 10_000)).toBe(0);
-    const entries = readFileSync(out, "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as Record<string, unknown>);
-    const logged = entries.filter((e) => e.msg === "request" && e.route === "/v1/providers").length;
-    const drops = entries.filter((e) => e.msg === "log lines dropped while standard output was not read");
-    expect(drops).toHaveLength(1);
-    expect(drops[0]).toMatchObject({ level: "warn" });
-    // Every request is either logged or counted as dropped; what was held stayed within the bound.
-    expect(logged + (drops[0]?.lines as number)).toBe(requests);
-    expect(logged * 100).toBeLessThan(MAX_HELD_BYTES + 1024 * 1024);
-    // The server went on after the gap and stopped cleanly.
-    expect(entries.at(-1)).toMatchObject({ msg: "stopped" });
+      writeFileSync(gate, "");
+      await waitFor("the drop reported", () => (existsSync(out) && readFileSync(out, "utf8").includes("log lines dropped") ? true : undefined), 10_000);
+      process.kill(pid, "SIGTERM");
+      expect(await within(shell.exited, 10_000)).toBe(0);
+      const entries = readFileSync(out, "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as Record<string, unknown>);
+      const logged = entries.filter((e) => e.msg === "request" && e.route === "/v1/providers").length;
+      const drops = entries.filter((e) => e.msg === "log lines dropped while standard output was not read");
+      expect(drops).toHaveLength(1);
+      expect(drops[0]).toMatchObject({ level: "warn" });
+      // Every request is either logged or counted as dropped; what was held stayed within the bound.
+      expect(logged + (drops[0]?.lines as number)).toBe(requests);
+      expect(logged * 100).toBeLessThan(MAX_HELD_BYTES + 1024 * 1024);
+      // The server went on after the gap and stopped cleanly.
+      expect(entries.at(-1)).toMatchObject({ msg: "stopped" });
+    } finally {
+      // A failed test leaves nothing running: the server, and the reader waiting for its gate.
+      pid ??= existsSync(pidFile) ? Number(readFileSync(pidFile, "utf8")) : undefined;
+      if (pid !== undefined && pid > 1 && isAlive(pid)) process.kill(pid, "SIGKILL");
+      writeFileSync(gate, "");
+      shell.kill();
+    }
   }, 60_000);
 });
