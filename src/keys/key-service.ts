@@ -18,6 +18,7 @@ import type { KeySetRecord, KeyState, SigningKeyRecord, Store } from "../store/s
 import { generateSigningKey } from "./generate.ts";
 import { KeyRing } from "./key-ring.ts";
 import {
+  aheadOfClock,
   byLifecycleOrder,
   initialKeySet,
   jwksMaxAge,
@@ -25,6 +26,7 @@ import {
   nextKeyReadyAt,
   nextPruneAt,
   pruneKeySet,
+  rebaseKeySet,
   replaceNextKey,
   revokeKey,
   rotateKeySet,
@@ -107,10 +109,11 @@ export class KeyService {
   /** The pass asked for while one ran: it starts when that one ends. */
   #tickAfter: Promise<void> | undefined;
   /**
-   * Set by a full pass that went without a failure: the change counter read before it, and the
-   * time the first loaded set is due for maintenance. Until either moves, a tick is skipped.
+   * Set by a full pass that went without a failure: the change counter read before it, when it
+   * was set, and the time the first loaded set is due for maintenance. Until the counter moves,
+   * that time comes or the clock goes back, a tick is skipped.
    */
-  #quiet: { seq: number; until: number } | undefined;
+  #quiet: { seq: number; at: number; until: number } | undefined;
   /** The change counter the directory and the rings were last brought up to by `follow`. */
   #followed: number | undefined;
   /** The catch-up `follow` runs now, and the counter it brings them up to. */
@@ -218,7 +221,7 @@ export class KeyService {
     let pending: Promise<SigningKeyRecord> | undefined;
     // What the attempt that finally swapped did; logged only after the swap succeeded, so a
     // process that lost the race does not report a rotation it did not make.
-    let outcome = { removed: 0 } as "rotated" | "replaced" | { removed: number };
+    let outcome = { removed: 0 } as "rotated" | "replaced" | { removed: number } | { aheadMs: number };
     const written = await this.#swap(projectId, async (set) => {
       const now = this.#o.now();
       const policy = this.#policy(projectId);
@@ -229,6 +232,12 @@ export class KeyService {
         if (key.alg !== policy.signingAlg) return undefined; // the policy changed meanwhile; the next tick retries
         outcome = "replaced";
         return replaceNextKey(set, { ...key, createdAt: now });
+      }
+      const aheadMs = aheadOfClock(set, now);
+      if (aheadMs > 0) {
+        pending ??= this.#generate(projectId, "next");
+        outcome = { aheadMs };
+        return rebaseKeySet(set, await pending, now);
       }
       const due = scheduledRotationAt(set, policy.rotationPeriod, maxAge);
       if (due !== undefined && now >= due) {
@@ -246,7 +255,12 @@ export class KeyService {
     const { current, next } = keysByState(written);
     if (outcome === "rotated") this.#o.logger.info("signing key rotated", { kid: current.kid, reason: "scheduled" });
     else if (outcome === "replaced") this.#o.logger.info("next signing key replaced for a new algorithm", { kid: next.kid, alg: next.alg });
-    else if (outcome.removed > 0) this.#o.logger.info("retired signing keys removed", { count: outcome.removed });
+    else if ("aheadMs" in outcome) {
+      this.#o.logger.warn("the clock is behind the signing keys (it went back); a new next key is published and rotations count from now", {
+        aheadSeconds: Math.round(outcome.aheadMs / 1000),
+        kid: next.kid,
+      });
+    } else if (outcome.removed > 0) this.#o.logger.info("retired signing keys removed", { count: outcome.removed });
   }
 
   /** Promotes the next key now. Conflict when it has not been published for the JWKS max-age yet. */
@@ -402,7 +416,9 @@ export class KeyService {
     try {
       // Read first: a write that lands during the pass moves the counter past it, so the next tick looks again.
       seq = await this.#o.store.changeSeq();
-      if (this.#quiet !== undefined && this.#quiet.seq === seq && this.#o.now() < this.#quiet.until) return;
+      const now = this.#o.now();
+      // A clock that went back since (now before `at`) ends the quiet too: the sets may be ahead of it.
+      if (this.#quiet !== undefined && this.#quiet.seq === seq && this.#quiet.at <= now && now < this.#quiet.until) return;
       this.#quiet = undefined;
       failed = this.#o.projects !== undefined && !(await this.#syncProjects(await this.#o.projects()));
     } catch (error) {
@@ -422,7 +438,7 @@ export class KeyService {
       this.#failuresLogged.clear();
       this.#o.logger.info("key maintenance works again");
     }
-    this.#quiet = { seq, until: this.#dueAt() };
+    this.#quiet = { seq, at: this.#o.now(), until: this.#dueAt() };
   }
 
   /** Logs a failed pass; the same failure again only after REPEAT_LOG_MS (a pass runs twice a second). */
@@ -437,8 +453,8 @@ export class KeyService {
 
   /**
    * The earliest time a loaded set needs maintenance: its scheduled rotation, a retired key
-   * leaving the JWKS, or now when its next key is not of the project's algorithm (or its policy
-   * cannot be read).
+   * leaving the JWKS, or now when its next key is not of the project's algorithm, when it is ahead
+   * of the clock (or its policy cannot be read).
    */
   #dueAt(): number {
     let due = Number.POSITIVE_INFINITY;
@@ -449,7 +465,7 @@ export class KeyService {
       } catch {
         return this.#o.now();
       }
-      if (keysByState(set).next.alg !== policy.signingAlg) return this.#o.now();
+      if (keysByState(set).next.alg !== policy.signingAlg || aheadOfClock(set, this.#o.now()) > 0) return this.#o.now();
       due = Math.min(due, this.#nextRotation(projectId, set) ?? due, nextPruneAt(set) ?? due);
     }
     return due;

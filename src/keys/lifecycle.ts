@@ -114,7 +114,26 @@ export function replaceNextKey(set: KeySetRecord, replacement: SigningKeyRecord)
   return { ...set, version: set.version + 1, keys: [...set.keys.filter((k) => k.state !== "next"), { ...replacement, state: "next" }] };
 }
 
-/** Drops retired keys whose last token has expired; undefined when nothing changes. */
+/**
+ * How far (ms) the key set is ahead of `now`: its last rotation, or its next key's creation, lies
+ * in the future by more than the clock-skew margin. Only a clock that went back (a machine that
+ * started with its clock ahead, corrected later) does this; 0 otherwise. Until the clock caught
+ * up, such a set would not rotate: its next key would not count as published long enough.
+ */
+export function aheadOfClock(set: KeySetRecord, now: number): number {
+  const ahead = Math.max(set.rotatedAt, keysByState(set).next.createdAt) - now;
+  return ahead > CLOCK_SKEW_S * 1000 ? ahead : 0;
+}
+
+/**
+ * A set ahead of the clock brought back to it: `replacement`, created now, is the next key (the
+ * one it replaces never signed), and the rotation schedule starts from now. The current key
+ * signs on; every published key stays published.
+ */
+export function rebaseKeySet(set: KeySetRecord, replacement: SigningKeyRecord, now: number): KeySetRecord {
+  return { ...replaceNextKey(set, { ...replacement, createdAt: now }), rotatedAt: now };
+}
+
 /** When `pruneKeySet` next removes a key: the earliest time a retired key leaves the JWKS (undefined: none will). */
 export function nextPruneAt(set: KeySetRecord): number | undefined {
   let at: number | undefined;
@@ -122,6 +141,7 @@ export function nextPruneAt(set: KeySetRecord): number | undefined {
   return at;
 }
 
+/** Drops retired keys whose last token has expired; undefined when nothing changes. */
 export function pruneKeySet(set: KeySetRecord, now: number): KeySetRecord | undefined {
   const keys = set.keys.filter((k) => k.state !== "retired" || (k.removedFromJwksAt ?? Infinity) > now);
   return keys.length === set.keys.length ? undefined : { ...set, version: set.version + 1, keys };

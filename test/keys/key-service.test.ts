@@ -164,6 +164,55 @@ describe("KeyService rotation", () => {
   });
 });
 
+describe("KeyService: a clock that goes back", () => {
+  const YEAR_S = 365 * 86_400;
+
+  test("keys made while the clock was a year ahead: a new next key is published at once, tokens keep verifying, and rotations go on from now", async () => {
+    const logLines: string[] = [];
+    const t = await app({ logLines });
+    // The clock a year ahead (a machine that started with a wrong clock): the missed rotation is made.
+    t.clock.advance(YEAR_S);
+    await t.ctx.keys.tick();
+    const future = await storedSet(t);
+    const signing = ring(t).kid;
+    const early = await signToken(t, 3600);
+    // The clock corrected.
+    t.clock.advance(-YEAR_S);
+    const corrected = t.clock.now();
+    await t.ctx.keys.tick();
+    const set = await storedSet(t);
+    expect(set.rotatedAt).toBe(corrected);
+    const next = set.keys.find((k) => k.state === "next")!;
+    expect(next.createdAt).toBe(corrected);
+    expect(next.kid).not.toBe(future.keys.find((k) => k.state === "next")!.kid);
+    // Nothing that signed left: the current key signs on, and every key it or its predecessors signed with is published.
+    expect(ring(t).kid).toBe(signing);
+    for (const key of future.keys.filter((k) => k.state !== "next")) expect(jwksKids(t)).toContain(key.kid);
+    expect(await verify(t, early)).toBe(signing);
+    expect(logLines.filter((line) => line.includes("the clock is behind the signing keys") && line.includes(`"aheadSeconds":${YEAR_S}`))).toHaveLength(1);
+
+    // From now on the schedule is the usual one: the new next key signs one period later.
+    t.clock.advance(PERIOD_S - 1);
+    await t.ctx.keys.tick();
+    expect(ring(t).kid).toBe(signing);
+    t.clock.advance(1);
+    await t.ctx.keys.tick();
+    expect(ring(t).kid).toBe(next.kid);
+    expect(await verify(t, early)).toBe(signing);
+    expect(logLines.filter((line) => line.includes("the clock is behind"))).toHaveLength(1);
+  });
+
+  test("a step back within the clock-skew margin changes nothing", async () => {
+    const t = await app();
+    t.clock.advance(PERIOD_S);
+    await t.ctx.keys.tick();
+    const before = await storedSet(t);
+    t.clock.advance(-290);
+    await t.ctx.keys.tick();
+    expect(await storedSet(t)).toEqual(before);
+  });
+});
+
 describe("KeyService timer", () => {
   test("list() shows public metadata; the next key activates at the scheduled rotation", async () => {
     const t = await app();

@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import {
   CLOCK_SKEW_S,
+  aheadOfClock,
+  rebaseKeySet,
   MAX_TOKEN_LIFETIME_S,
   initialKeySet,
   jwksMaxAge,
@@ -168,5 +170,27 @@ describe("pruneKeySet", () => {
     const { removedFromJwksAt: _, ...noRemoval } = set.keys[2]!;
     const kept = { ...set, keys: [set.keys[0]!, set.keys[1]!, noRemoval] };
     expect(pruneKeySet(kept, T0 + 100 * RETAIN_MS)).toBeUndefined();
+  });
+});
+
+describe("a key set ahead of the clock", () => {
+  test("is ahead only beyond the clock-skew margin, by its last rotation or its next key's creation", () => {
+    const set = sampleSet();
+    expect(aheadOfClock(set, T0)).toBe(0);
+    expect(aheadOfClock(set, T0 - CLOCK_SKEW_S * S)).toBe(0);
+    expect(aheadOfClock(set, T0 - CLOCK_SKEW_S * S - 1)).toBe(CLOCK_SKEW_S * S + 1);
+    const laterNext = { ...set, keys: set.keys.map((k) => (k.state === "next" ? { ...k, createdAt: T0 + 3600 * S } : k)) };
+    expect(aheadOfClock(laterNext, T0)).toBe(3600 * S);
+  });
+
+  test("rebased: a new next key created now, rotations counted from now; every other key kept as it was", () => {
+    const set = sampleSet();
+    const now = T0 - 86_400 * S;
+    const rebased = rebaseKeySet(set, key("n2", "next", T0 + 999 * S), now);
+    expect(rebased.version).toBe(set.version + 1);
+    expect(rebased.rotatedAt).toBe(now);
+    expect(keysByState(rebased).next).toMatchObject({ kid: "n2", createdAt: now, state: "next" });
+    expect(rebased.keys.filter((k) => k.state !== "next")).toEqual(set.keys.filter((k) => k.state !== "next"));
+    expect(aheadOfClock(rebased, now)).toBe(0);
   });
 });
