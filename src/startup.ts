@@ -56,6 +56,12 @@ async function unlockMasterKey(store: Store, config: Config, logger: Logger): Pr
       path: source.origin,
     });
   }
+  if (source.looseMode !== undefined) {
+    logger.warn("the master key file can be read or changed by other users; make it readable by the service only (chmod 600, or 640 for its group)", {
+      path: source.origin,
+      mode: source.looseMode.toString(8).padStart(4, "0"),
+    });
+  }
   const masterKey = await importMasterKey(source.raw);
   const check = existingCheck ?? (await store.initMeta("masterKeyCheck", await createMasterKeyCheck(masterKey)));
   if (!(await verifyMasterKeyCheck(masterKey, check))) {

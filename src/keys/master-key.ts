@@ -5,7 +5,7 @@
  * A key is generated (mode 0600, with a warning) only at the default path and only while the data
  * holds no sealed keys yet; an existing key is never replaced.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { base64url } from "jose";
 import type { Config } from "../config/schema.ts";
@@ -23,6 +23,8 @@ export interface MasterKeySource {
   /** Where it came from, for logs: never the key itself. */
   origin: string;
   generated: boolean;
+  /** The file's mode when users other than its owner (and its group, for reading) may read or change it. */
+  looseMode?: number;
 }
 
 /** Decodes a base64url master key, demanding exactly 32 bytes. */
@@ -31,7 +33,9 @@ export function decodeMasterKey(text: string, origin: string): Uint8Array<ArrayB
   try {
     raw = base64url.decode(text.trim()) as Uint8Array<ArrayBuffer>;
   } catch {
-    throw new MasterKeyError(`the master key from ${origin} is not valid base64url`);
+    // `openssl rand -base64 32` is the usual slip: say what to use instead.
+    const hint = /[+/]/.test(text) ? ": it looks like standard base64 ('+', '/'); use base64url ('-', '_'), e.g. openssl rand 32 | basenc --base64url | tr -d '='" : "";
+    throw new MasterKeyError(`the master key from ${origin} is not valid base64url${hint}`);
   }
   if (raw.byteLength !== 32) {
     throw new MasterKeyError(`the master key from ${origin} must decode to 32 bytes, got ${raw.byteLength}`);
@@ -73,7 +77,7 @@ export function resolveMasterKey(config: Config, dataHasKeys: boolean): MasterKe
     return { raw: decodeMasterKey(config.masterKey, "TOKENMINT_MASTER_KEY"), origin: "TOKENMINT_MASTER_KEY", generated: false };
   }
   const { path, fallback } = masterKeyPath(config);
-  if (existsSync(path)) return { raw: readKeyFile(path), origin: path, generated: false };
+  if (existsSync(path)) return { raw: readKeyFile(path), origin: path, generated: false, looseMode: looseMode(path) };
   if (path !== fallback) throw new MasterKeyError(`the master key file ${path} does not exist`);
   if (dataHasKeys) {
     throw new MasterKeyError(
@@ -85,9 +89,23 @@ export function resolveMasterKey(config: Config, dataHasKeys: boolean): MasterKe
   } catch (error) {
     // Another process (the CLI beside a starting server) generated it first: use that one.
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw new MasterKeyError(`cannot write the master key to ${path}: ${(error as Error).message}`);
-    return { raw: readKeyFile(path), origin: path, generated: false };
+    return { raw: readKeyFile(path), origin: path, generated: false, looseMode: looseMode(path) };
   }
   return { raw: readKeyFile(path), origin: path, generated: true };
+}
+
+/**
+ * The mode of a key file that others may read, or anyone but its owner may change (a group may
+ * read: `root:tokenmint 0640` is a usual way to hand it to the service); undefined when it is kept
+ * close, or cannot be told.
+ */
+function looseMode(path: string): number | undefined {
+  try {
+    const mode = statSync(path).mode & 0o777;
+    return mode & 0o027 ? mode : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function readKeyFile(path: string): Uint8Array<ArrayBuffer> {

@@ -3,7 +3,7 @@
  * help, version and usage errors; the generated master key.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { api, cleanup, freePort, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
 
@@ -227,6 +227,23 @@ describe("help, version and usage errors", () => {
     expect(result.stderrLines).toHaveLength(1);
     expect(result.stderrLines[0]).toContain("frobnicate");
     expect(existsSync(join(dataDir, "tokenmint.mdb"))).toBe(false);
+  });
+});
+
+describe("a master key file others can read", () => {
+  test("is used, with a warning naming the file and its mode; kept close, it starts without one", async () => {
+    const file = join(tempDataDir(), "master-key");
+    writeFileSync(file, `${newMasterKey()}\n`);
+    chmodSync(file, 0o644);
+    const loose = await startServer({ masterKey: null, settings: { TOKENMINT_MASTER_KEY_FILE: file } });
+    const warning = loose.proc.logs().find((line) => line.level === "warn");
+    expect(warning).toMatchObject({ msg: expect.stringContaining("the master key file can be read or changed by other users"), path: file, mode: "0644" });
+    expect(await loose.proc.stop()).toBe(0);
+
+    chmodSync(file, 0o600);
+    const close = await startServer({ dataDir: loose.dataDir, masterKey: null, settings: { TOKENMINT_MASTER_KEY_FILE: file } });
+    expect(close.proc.logs().filter((line) => line.level === "warn")).toEqual([]);
+    expect(await close.proc.stop()).toBe(0);
   });
 });
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { base64url } from "jose";
 import { loadConfig } from "../../src/config/load.ts";
@@ -41,9 +41,10 @@ function config(sources: { env?: string; file?: string; credentials?: boolean })
 }
 
 function writeAllKeyFiles(): void {
-  writeFileSync(explicitFile, `${KEY.file}\n`);
-  writeFileSync(join(credDir, "master-key"), KEY.credential);
-  writeFileSync(join(dataDir, "master.key"), `${KEY.dataDir}\n`);
+  // Kept close, as they should be (see "key file modes" below for the others).
+  writeFileSync(explicitFile, `${KEY.file}\n`, { mode: 0o600 });
+  writeFileSync(join(credDir, "master-key"), KEY.credential, { mode: 0o400 });
+  writeFileSync(join(dataDir, "master.key"), `${KEY.dataDir}\n`, { mode: 0o600 });
 }
 
 /** Runs `resolve`, which must throw a MasterKeyError; returns its message. */
@@ -81,7 +82,7 @@ describe("resolveMasterKey: source order", () => {
   });
 
   test("<data-dir>/master.key is used last; an empty credentials directory falls through to it", () => {
-    writeFileSync(join(dataDir, "master.key"), `${KEY.dataDir}\n`);
+    writeFileSync(join(dataDir, "master.key"), `${KEY.dataDir}\n`, { mode: 0o600 });
     for (const credentials of [false, true]) {
       const source = resolveMasterKey(config({ credentials }), true);
       expect(source).toEqual({ raw: source.raw, origin: join(dataDir, "master.key"), generated: false });
@@ -119,6 +120,26 @@ describe("resolveMasterKey: generation", () => {
   });
 });
 
+describe("resolveMasterKey: key file modes", () => {
+  test("a file others may read, or others or its group may change, is reported with its mode; owner-only and group-readable files are not", () => {
+    for (const [mode, loose] of [
+      [0o600, undefined],
+      [0o400, undefined],
+      [0o640, undefined],
+      [0o644, 0o644],
+      [0o604, 0o604],
+      [0o660, 0o660],
+      [0o666, 0o666],
+    ] as const) {
+      writeFileSync(explicitFile, `${KEY.file}\n`);
+      chmodSync(explicitFile, mode);
+      expect({ mode, loose: resolveMasterKey(config({ file: explicitFile }), true).looseMode }).toEqual({ mode, loose });
+    }
+    // A key in the environment has no file mode.
+    expect(resolveMasterKey(config({ env: KEY.env }), true).looseMode).toBeUndefined();
+  });
+});
+
 describe("resolveMasterKey: bad key values", () => {
   const wrongLength = base64url.encode(new Uint8Array(31));
   const standardBase64 = Buffer.alloc(32, 0xfb).toString("base64");
@@ -127,8 +148,11 @@ describe("resolveMasterKey: bad key values", () => {
     // As if the settings had not been checked.
     const unchecked = (env: string) => ({ ...config({}), masterKey: env });
     expect(masterKeyError(() => resolveMasterKey(unchecked(wrongLength), false))).toBe("the master key from TOKENMINT_MASTER_KEY must decode to 32 bytes, got 31");
-    expect(masterKeyError(() => resolveMasterKey(unchecked(standardBase64), false))).toBe("the master key from TOKENMINT_MASTER_KEY is not valid base64url");
-    expect(masterKeyError(() => resolveMasterKey(unchecked("not*a*key"), false))).toContain("not valid base64url");
+    // Standard base64 (what `openssl rand -base64 32` prints) is named, with what to use instead.
+    expect(masterKeyError(() => resolveMasterKey(unchecked(standardBase64), false))).toBe(
+      "the master key from TOKENMINT_MASTER_KEY is not valid base64url: it looks like standard base64 ('+', '/'); use base64url ('-', '_'), e.g. openssl rand 32 | basenc --base64url | tr -d '='",
+    );
+    expect(masterKeyError(() => resolveMasterKey(unchecked("not*a*key"), false))).toBe("the master key from TOKENMINT_MASTER_KEY is not valid base64url");
     expect(() => config({ env: wrongLength })).toThrow("TOKENMINT_MASTER_KEY must decode to 32 bytes, got 31");
   });
 
