@@ -126,7 +126,7 @@ export function slugProblem(slug: string): string | undefined {
   }
   if (slug === DEFAULT_PROJECT_SLUG) return `slug '${DEFAULT_PROJECT_SLUG}' is reserved for the default project`;
   // The slug becomes a host name: an `xn--` label must be valid IDNA, or no URL of the project could be built.
-  if (!URL.canParse(`http://${slug}.example`)) return `slug '${slug}' is not a valid internationalized (xn--) label`;
+  if (!isHostName(`${slug}.example`)) return `slug '${slug}' is not a valid internationalized (xn--) label`;
   return undefined;
 }
 

@@ -226,18 +226,15 @@ export class KeyService {
       const now = this.#o.now();
       const policy = this.#policy(projectId);
       const maxAge = jwksMaxAge(policy.rotationPeriod);
-      if (keysByState(set).next.alg !== policy.signingAlg) {
+      // A next key of another algorithm, or one the clock has not reached (it went back), is
+      // replaced by one made now; the second case also counts rotations from now.
+      const aheadMs = aheadOfClock(set, now);
+      if (keysByState(set).next.alg !== policy.signingAlg || aheadMs > 0) {
         pending ??= this.#generate(projectId, "next");
         const key = await pending;
         if (key.alg !== policy.signingAlg) return undefined; // the policy changed meanwhile; the next tick retries
-        outcome = "replaced";
-        return replaceNextKey(set, { ...key, createdAt: now });
-      }
-      const aheadMs = aheadOfClock(set, now);
-      if (aheadMs > 0) {
-        pending ??= this.#generate(projectId, "next");
-        outcome = { aheadMs };
-        return rebaseKeySet(set, await pending, now);
+        outcome = aheadMs > 0 ? { aheadMs } : "replaced";
+        return aheadMs > 0 ? rebaseKeySet(set, key, now) : replaceNextKey(set, { ...key, createdAt: now });
       }
       const due = scheduledRotationAt(set, policy.rotationPeriod, maxAge);
       if (due !== undefined && now >= due) {
