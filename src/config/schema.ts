@@ -244,7 +244,7 @@ export const SETTINGS: readonly Setting[] = [
     env: "TOKENMINT_METRICS_PORT",
     defaultText: "off",
     description:
-      "Port of a separate listener (`serve` only) answering `GET /metrics` in the Prometheus text format 0.0.4, and 404 to anything else; unset means no metrics listener. Must differ from TOKENMINT_PORT.",
+      "Port of a separate listener (`serve` only) answering `GET /metrics` in the Prometheus text format 0.0.4, 405 to another method on that path and 404 to any other path; unset means no metrics listener. Must differ from TOKENMINT_PORT.",
     parse: (raw, partial) => {
       if (raw === undefined || raw === "") return undefined;
       const value = integerIn("TOKENMINT_METRICS_PORT", raw, 1, 65535);

@@ -1,7 +1,8 @@
 /**
  * @module metrics/endpoint
  * The request handler of the separate metrics listener: `GET /metrics` (and `HEAD`) answers the
- * exposition text; anything else is a `404 not_found` in the usual `{code, message}` shape.
+ * exposition text; another method on that path is a `405 method_not_allowed` naming the allowed
+ * ones, and any other path a `404 not_found`, both in the usual `{code, message}` shape.
  * The listener is not the API: it has no auth, no request log and no other route.
  */
 import { AppError, toErrorResponse } from "../errors.ts";
@@ -18,8 +19,12 @@ export function metricsHandler(render: () => string): (request: Request) => Resp
       const headers = { "content-type": EXPOSITION_CONTENT_TYPE, "cache-control": "no-store" };
       return new Response(request.method === "HEAD" ? null : render(), { headers });
     }
-    const { status, body } = toErrorResponse(new AppError("not_found", `This listener serves only GET ${METRICS_PATH}.`));
-    return Response.json(body, { status });
+    const error =
+      pathname === METRICS_PATH
+        ? new AppError("method_not_allowed", `${request.method} is not supported on ${METRICS_PATH}; use GET, HEAD.`, { allow: "GET, HEAD" })
+        : new AppError("not_found", `This listener serves only GET ${METRICS_PATH}.`);
+    const { status, headers, body } = toErrorResponse(error);
+    return Response.json(body, { status, headers });
   };
 }
 

@@ -79,7 +79,9 @@ describe("metrics listener", () => {
     for (const path of ["/", "/v1/providers", "/healthz", "/.well-known/jwks"]) {
       expect((await fetch(`${metricsUrl}${path}`)).status).toBe(404);
     }
-    expect((await fetch(`${metricsUrl}/metrics`, { method: "POST" })).status).toBe(404);
+    const post = await fetch(`${metricsUrl}/metrics`, { method: "POST" });
+    expect(post.status).toBe(405);
+    expect(post.headers.get("allow")).toBe("GET, HEAD");
 
     expect(await server.proc.stop()).toBe(0);
     // The metrics listener closed with the server.

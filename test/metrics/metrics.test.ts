@@ -195,13 +195,25 @@ describe("the metrics endpoint", () => {
     expect(await head.text()).toBe("");
   });
 
-  test("anything else is 404 not_found in the usual error shape", async () => {
+  test("another method on /metrics is 405 method_not_allowed with Allow, in the usual error shape", async () => {
+    for (const method of ["POST", "DELETE", "PUT", "OPTIONS"]) {
+      const res = handler(new Request("http://127.0.0.1:9100/metrics", { method }));
+      expect(res.status).toBe(405);
+      expect(res.headers.get("allow")).toBe("GET, HEAD");
+      expect(res.headers.get("content-type")).toStartWith("application/json");
+      const body = (await res.json()) as { code: string; message: string };
+      expect(body.code).toBe("method_not_allowed");
+      expect(body.message).toBe(`${method} is not supported on /metrics; use GET, HEAD.`);
+    }
+  });
+
+  test("any other path is 404 not_found in the usual error shape", async () => {
     for (const [method, path] of [
       ["GET", "/"],
       ["GET", "/metrics/"],
       ["GET", "/v1/providers"],
-      ["POST", "/metrics"],
-      ["DELETE", "/metrics"],
+      ["POST", "/v1/providers"],
+      ["DELETE", "/"],
     ] as const) {
       const res = handler(new Request(`http://127.0.0.1:9100${path}`, { method }));
       expect(res.status).toBe(404);
