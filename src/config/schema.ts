@@ -4,6 +4,7 @@
  * docs/configuration.md is generated from this table (scripts/gen-docs.ts) and a test keeps them equal.
  */
 import { availableParallelism } from "node:os";
+import { domainToASCII } from "node:url";
 import { decodeMasterKey } from "../keys/master-key.ts";
 
 /** A signing algorithm the service can generate keys for. */
@@ -73,6 +74,28 @@ export function isHostName(value: string): boolean {
 }
 
 /**
+ * An internationalized host name in the ASCII form Host headers carry (IDNA: `bücher.example` is
+ * `xn--bcher-kva.example`), the port kept; a name without a valid ASCII form as it was (and
+ * refused by isHostName after).
+ */
+function asciiHost(host: string): string {
+  if (!/[^\x00-\x7f]/.test(host)) return host;
+  const [, name = "", port = ""] = /^(.*?)(:\d+)?$/.exec(host) ?? [];
+  const ascii = domainToASCII(name);
+  return ascii === "" ? host : `${ascii}${port}`;
+}
+
+/**
+ * A host name with an optional port in the canonical form a request's Host is matched against and
+ * URLs are built from (lowercase, ASCII, without a trailing dot, without `protocol`'s default
+ * port, the port without leading zeros), or undefined when it is no host name.
+ */
+export function canonicalHost(raw: string, protocol: string): string | undefined {
+  const host = asciiHost(raw.trim().toLowerCase()).replace(/\.(?=:\d+$|$)/, "");
+  return isHostName(host) ? new URL(`${protocol}//${host}`).host : undefined;
+}
+
+/**
  * Whether a host (with an optional port) is a DNS name, under which `<slug>.<name>` is a host
  * too: not a bracketed IPv6 address, and its last label is not a number (URL parsers read such a
  * host as an IPv4 address).
@@ -135,11 +158,11 @@ export const SETTINGS: readonly Setting[] = [
     flag: "--base-domain",
     defaultText: "the host (and port) of TOKENMINT_PUBLIC_URL",
     description:
-      "Domain under which every project has its own host, `<slug>.<base domain>` (with TOKENMINT_PUBLIC_URL's scheme): its issuer, discovery, JWKS and OAuth endpoints. May carry a port; must be a DNS name, not an IP address (where TOKENMINT_PUBLIC_URL's host is one, set this to create projects). The default project stays at TOKENMINT_PUBLIC_URL.",
+      "Domain under which every project has its own host, `<slug>.<base domain>` (with TOKENMINT_PUBLIC_URL's scheme): its issuer, discovery, JWKS and OAuth endpoints. May carry a port; an internationalized name is taken in its ASCII (`xn--`) form. Must be a DNS name, not an IP address (where TOKENMINT_PUBLIC_URL's host is one, set this to create projects). The default project stays at TOKENMINT_PUBLIC_URL.",
     parse: (raw, partial) => {
       if (raw === undefined || raw.trim() === "") return new URL(partial.publicUrl ?? "http://localhost:8080").host;
-      const value = raw.trim().toLowerCase();
-      if (!isHostName(value)) return problem(`TOKENMINT_BASE_DOMAIN must be a host name with an optional port, got '${raw}'`);
+      const value = canonicalHost(raw, new URL(partial.publicUrl ?? "http://localhost:8080").protocol);
+      if (value === undefined) return problem(`TOKENMINT_BASE_DOMAIN must be a host name with an optional port, got '${raw}'`);
       return isDnsName(value) ? value : problem(`TOKENMINT_BASE_DOMAIN must be a DNS name, not an IP address (projects live at <slug>.<base domain>), got '${raw}'`);
     },
   },

@@ -6,8 +6,7 @@
  * settings (signing algorithm, rotation period, default token lifetime) fall back to the
  * instance's configuration while unset.
  */
-import { domainToASCII } from "node:url";
-import { isDnsName, isHostName, type Config, type SigningAlg } from "../config/schema.ts";
+import { canonicalHost, isDnsName, isHostName, type Config, type SigningAlg } from "../config/schema.ts";
 import { AppError } from "../errors.ts";
 import { MAX_TOKEN_LIFETIME_S } from "../keys/lifecycle.ts";
 import type { ProjectRecord, ProjectSettings, Store } from "../store/store.ts";
@@ -134,28 +133,14 @@ export function slugProblem(slug: string): string | undefined {
 const hostnameOf = (host: string) => host.replace(/:\d+$/, "");
 
 /**
- * An internationalized host name in the ASCII form Host headers carry (IDNA: `bücher.example` is
- * `xn--bcher-kva.example`), the port kept; a name without a valid ASCII form as it was (and
- * refused by isHostName after).
- */
-function asciiHost(host: string): string {
-  if (!/[^\x00-\x7f]/.test(host)) return host;
-  const [, name = "", port = ""] = /^(.*?)(:\d+)?$/.exec(host) ?? [];
-  const ascii = domainToASCII(name);
-  return ascii === "" ? host : `${ascii}${port}`;
-}
-
-/**
- * A custom domain in canonical form (lowercase, ASCII, without a trailing dot, without the
- * scheme's default port, the port without leading zeros: what a request's Host is matched
- * against), or the problem with it. Its host name, whatever the port, must not be the public
+ * A custom domain in canonical form (canonicalHost: what a request's Host is matched against),
+ * or the problem with it. Its host name, whatever the port, must not be the public
  * URL's or the base domain's, nor one under the base domain: no port can make a project answer at
  * another's host.
  */
 export function normalizeCustomDomain(raw: string, instance: InstanceSettings): string | { problem: string } {
-  const domain = asciiHost(raw.trim().toLowerCase()).replace(/\.(?=:\d+$|$)/, "");
-  if (!isHostName(domain)) return { problem: "customDomain must be a host name with an optional port, like auth.example.com" };
-  const host = new URL(`${new URL(instance.publicUrl).protocol}//${domain}`).host;
+  const host = canonicalHost(raw, new URL(instance.publicUrl).protocol);
+  if (host === undefined) return { problem: "customDomain must be a host name with an optional port, like auth.example.com" };
   const name = hostnameOf(host);
   const base = hostnameOf(instance.baseDomain);
   if (name === new URL(instance.publicUrl).hostname || name === base || name.endsWith(`.${base}`)) {

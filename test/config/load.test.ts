@@ -67,9 +67,22 @@ describe("loadConfig", () => {
     expect(loadConfig({ TOKENMINT_BASE_DOMAIN: "internal" }).baseDomain).toBe("internal");
     // The default, the public URL's host, may be an IP address: projects then cannot be created (core/projects.ts).
     expect(["http://10.0.0.5:8080", "http://[::1]:8080", "https://auth.example.com"].map((url) => isDnsName(loadConfig({ TOKENMINT_PUBLIC_URL: url }).baseDomain))).toEqual([false, false, true]);
-    for (const bad of ["10.0.0.5", "10.0.0.5:8080", "tm.123", "0x7f.1", "[::1]", "a b", "tm.example.com:0", "xn--zz.example"]) {
+    for (const bad of ["10.0.0.5", "10.0.0.5:8080", "tm.123", "0x7f.1", "[::1]", "a b", "tm.example.com:0", "xn--zz.example", "bücher..example", "a/b", "u@tm.example.com"]) {
       expect({ bad, problems: problemsOf({ TOKENMINT_BASE_DOMAIN: bad }) }).toEqual({ bad, problems: [expect.stringContaining("TOKENMINT_BASE_DOMAIN")] });
     }
+  });
+
+  test("TOKENMINT_BASE_DOMAIN takes the canonical form of a Host header: ASCII, no trailing dot, no default port", () => {
+    expect(loadConfig({ TOKENMINT_BASE_DOMAIN: "Bücher.Example" }).baseDomain).toBe("xn--bcher-kva.example");
+    expect(loadConfig({ TOKENMINT_BASE_DOMAIN: "xn--bcher-kva.example" }).baseDomain).toBe("xn--bcher-kva.example");
+    expect(loadConfig({ TOKENMINT_BASE_DOMAIN: "bücher.example:8443" }).baseDomain).toBe("xn--bcher-kva.example:8443");
+    expect(loadConfig({ TOKENMINT_BASE_DOMAIN: "tm.example.com." }).baseDomain).toBe("tm.example.com");
+    expect(loadConfig({ TOKENMINT_BASE_DOMAIN: "tm.example.com:080" }).baseDomain).toBe("tm.example.com");
+    expect(loadConfig({ TOKENMINT_BASE_DOMAIN: "tm.example.com:08443" }).baseDomain).toBe("tm.example.com:8443");
+    // The default port is the public URL's scheme's.
+    const https = { TOKENMINT_PUBLIC_URL: "https://auth.example.com" };
+    expect(loadConfig({ ...https, TOKENMINT_BASE_DOMAIN: "tm.example.com:443" }).baseDomain).toBe("tm.example.com");
+    expect(loadConfig({ ...https, TOKENMINT_BASE_DOMAIN: "tm.example.com:80" }).baseDomain).toBe("tm.example.com:80");
   });
 
   test("the public URL loses its trailing slash and must be plain http(s)", () => {
