@@ -41,7 +41,7 @@ line on stderr), 2 on a usage error.`,
 
 Starts the HTTP service: the management API under /v1 and the public discovery endpoints
 /.well-known/openid-configuration and /.well-known/jwks. Logs are JSON lines on stdout.
-SIGTERM or SIGINT stops accepting, finishes in-flight requests, closes the store and exits 0.
+SIGTERM, SIGINT or SIGHUP stops accepting, finishes in-flight requests, closes the store and exits 0.
 With TOKENMINT_WORKERS above 1 (the default: one per CPU core) a primary process runs that many
 workers on the one port and passes the signal on to them.
 

@@ -13,7 +13,7 @@
  * scrape asks every worker for its metrics over IPC and merges them with its own (counts add up,
  * see metrics/merge.ts). The counts of a worker that died stay in the totals as last reported:
  * at its last scrape, or in the report a worker sends unasked in each second it answered requests.
- * On SIGTERM/SIGINT it passes the signal on, waits for every worker to drain and exit, and exits 0.
+ * On SIGTERM/SIGINT/SIGHUP it passes the signal on, waits for every worker to drain and exit, and exits 0.
  */
 import type { Subprocess } from "bun";
 import type { Config } from "../config/schema.ts";

@@ -1,7 +1,7 @@
 /**
  * @module cli/serve
  * `tokenmint serve` in one process: listens, runs the key timer and the cache poll, and on
- * SIGTERM/SIGINT stops accepting, lets in-flight requests finish (new ones on open connections
+ * SIGTERM/SIGINT/SIGHUP stops accepting, lets in-flight requests finish (new ones on open connections
  * get 503), closes the store, exits 0. With TOKENMINT_METRICS_PORT it also serves `GET /metrics`
  * on a second listener; with TOKENMINT_LOG_FILE it deletes expired daily log files at start-up
  * and hourly, and flushes the log before it returns. Expired token revocations are pruned at
@@ -117,7 +117,8 @@ export async function probeListener(which: "api" | "metrics", host: string, port
 let stopSignalled: Promise<string> | undefined;
 
 /**
- * Resolves with the name of the first SIGTERM or SIGINT. The handlers are installed by the first
+ * Resolves with the name of the first SIGTERM, SIGINT or SIGHUP (a terminal that closed: the
+ * runtime would otherwise end the process at once, cutting requests in flight). The handlers are installed by the first
  * call (`serve` makes it before it opens anything, so a signal during start-up stops the server
  * once it has started, with exit 0) and stay installed, so a second signal (a terminal sends
  * SIGINT to the whole process group, and the primary forwards it again) does not kill the process
@@ -127,6 +128,7 @@ export function stopSignal(): Promise<string> {
   stopSignalled ??= new Promise((resolve) => {
     process.on("SIGTERM", () => resolve("SIGTERM"));
     process.on("SIGINT", () => resolve("SIGINT"));
+    process.on("SIGHUP", () => resolve("SIGHUP"));
   });
   return stopSignalled;
 }

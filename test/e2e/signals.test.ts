@@ -1,5 +1,5 @@
 /**
- * CONTRACT §1: SIGTERM/SIGINT stop accepting, finish in-flight requests, close the store, exit 0;
+ * CONTRACT §1: SIGTERM/SIGINT (and SIGHUP) stop accepting, finish in-flight requests, close the store, exit 0;
  * as one process and with workers (the primary passes the signal on and waits for all of them).
  */
 import { afterEach, describe, expect, test } from "bun:test";
@@ -83,7 +83,7 @@ for (const workers of [1, 2]) {
             return pids.length >= workers ? pids : undefined;
           });
 
-    for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
       test(`${signal} stops the server with exit code 0 and a 'stopped' line`, async () => {
         const server = await start();
         const pids = await workerPids(server);
