@@ -14,29 +14,21 @@
  */
 import { hash, type KeyObject, sign, verify } from "node:crypto";
 import type { SigningAlg } from "../../src/config/schema.ts";
+import { LIBCRYPTO_SYMBOLS, type LibcryptoBinding, type Pointer } from "../../src/keys/signers/libcrypto.ts";
 import type { RawSigner } from "../../src/keys/signers/signer.ts";
 
+/** The service's symbols and those these two signers add. */
 const SYMBOLS = {
-  d2i_AutoPrivateKey: { args: ["ptr", "ptr", "i64"], returns: "ptr" },
+  ...LIBCRYPTO_SYMBOLS,
   EVP_PKEY_CTX_new: { args: ["ptr", "ptr"], returns: "ptr" },
   EVP_PKEY_sign_init: { args: ["ptr"], returns: "i32" },
   EVP_PKEY_sign: { args: ["ptr", "ptr", "ptr", "ptr", "u64"], returns: "i32" },
-  EVP_MD_CTX_new: { args: [], returns: "ptr" },
-  EVP_MD_CTX_reset: { args: ["ptr"], returns: "i32" },
-  EVP_DigestSignInit: { args: ["ptr", "ptr", "ptr", "ptr", "ptr"], returns: "i32" },
-  EVP_DigestSign: { args: ["ptr", "ptr", "ptr", "ptr", "u64"], returns: "i32" },
 } as const;
 
-type Pointer = number;
-interface Binding {
-  d2i_AutoPrivateKey(out: null, pp: BigUint64Array, length: number): Pointer | null;
+interface Binding extends LibcryptoBinding {
   EVP_PKEY_CTX_new(pkey: Pointer, engine: null): Pointer | null;
   EVP_PKEY_sign_init(ctx: Pointer): number;
   EVP_PKEY_sign(ctx: Pointer, sig: Uint8Array, siglen: BigUint64Array, tbs: Uint8Array, tbslen: number): number;
-  EVP_MD_CTX_new(): Pointer | null;
-  EVP_MD_CTX_reset(ctx: Pointer): number;
-  EVP_DigestSignInit(ctx: Pointer, pctx: null, md: null, engine: null, pkey: Pointer): number;
-  EVP_DigestSign(ctx: Pointer, sig: Uint8Array, siglen: BigUint64Array, tbs: Uint8Array, tbslen: number): number;
 }
 
 /** The JWS form (r||s, 32 bytes each) of an ECDSA P-256 signature in DER. */

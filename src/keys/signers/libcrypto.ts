@@ -16,8 +16,8 @@ import type { RawSigner } from "./signer.ts";
 /** The library name looked up by the dynamic loader. */
 export const LIBCRYPTO_NAME = "libcrypto.so.3";
 
-/** The OpenSSL functions used, with their C signatures. */
-const SYMBOLS = {
+/** The OpenSSL functions used, with their C signatures (the benchmark's signers add theirs). */
+export const LIBCRYPTO_SYMBOLS = {
   OpenSSL_version: { args: ["i32"], returns: "cstring" },
   EVP_sha256: { args: [], returns: "ptr" },
   d2i_AutoPrivateKey: { args: ["ptr", "ptr", "i64"], returns: "ptr" },
@@ -36,8 +36,9 @@ const SYMBOLS = {
 /** `EVP_PKEY_RSA` (NID_rsaEncryption). */
 const EVP_PKEY_RSA = 6;
 
-type Pointer = number;
-interface Binding {
+export type Pointer = number;
+/** LIBCRYPTO_SYMBOLS as `dlopen` binds them. */
+export interface LibcryptoBinding {
   OpenSSL_version(which: number): string;
   EVP_sha256(): Pointer | null;
   d2i_AutoPrivateKey(out: null, pp: BigUint64Array, length: number): Pointer | null;
@@ -47,14 +48,14 @@ interface Binding {
   EVP_MD_CTX_new(): Pointer | null;
   EVP_MD_CTX_reset(ctx: Pointer): number;
   EVP_MD_CTX_free(ctx: Pointer): void;
-  EVP_DigestSignInit(ctx: Pointer, pctx: null, md: Pointer, engine: null, pkey: Pointer): number;
+  EVP_DigestSignInit(ctx: Pointer, pctx: null, md: Pointer | null, engine: null, pkey: Pointer): number;
   EVP_DigestSign(ctx: Pointer, sig: Uint8Array, siglen: BigUint64Array, tbs: Uint8Array, tbslen: number): number;
   ERR_get_error(): bigint | number;
   ERR_clear_error(): void;
 }
 
 interface Loaded {
-  binding: Binding;
+  binding: LibcryptoBinding;
   ptr: (bytes: Uint8Array) => Pointer;
   sha256: Pointer;
   version: string;
@@ -69,8 +70,8 @@ async function open(name: string): Promise<Loaded | Error> {
   try {
     if (typeof Bun === "undefined") return new Error("not running on Bun");
     const ffi = await import("bun:ffi");
-    const library = ffi.dlopen(name, SYMBOLS as unknown as Parameters<typeof ffi.dlopen>[1]);
-    const binding = library.symbols as unknown as Binding;
+    const library = ffi.dlopen(name, LIBCRYPTO_SYMBOLS as unknown as Parameters<typeof ffi.dlopen>[1]);
+    const binding = library.symbols as unknown as LibcryptoBinding;
     const sha256 = binding.EVP_sha256();
     if (!sha256) return new Error("EVP_sha256 returned null");
     return { binding, ptr: (bytes) => ffi.ptr(bytes) as Pointer, sha256, version: binding.OpenSSL_version(0) };
@@ -100,7 +101,7 @@ export interface LibcryptoSigner extends RawSigner {
 /** Frees native handles of signers that were dropped without `dispose`. */
 const finalizer = new FinalizationRegistry<() => void>((free) => free());
 
-function lastError(binding: Binding, what: string): Error {
+function lastError(binding: LibcryptoBinding, what: string): Error {
   const code = binding.ERR_get_error();
   binding.ERR_clear_error();
   return new Error(`libcrypto ${what} failed (error 0x${code.toString(16)})`);
