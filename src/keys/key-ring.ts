@@ -5,6 +5,7 @@
  * token signing read only this; no store access per request. The signing code itself comes from
  * signers/factory.ts (libcrypto for RS256 when it works, else the runtime's own).
  */
+import { hash } from "node:crypto";
 import { base64url, type JWK } from "jose";
 import type { SigningAlg } from "../config/schema.ts";
 import { atEndOfTurn } from "../runtime/end-of-turn.ts";
@@ -72,7 +73,8 @@ export class KeyRing implements Signer {
     const signer = await signers.create(current.alg, privateJwk);
     const keys = [...set.keys].sort(byLifecycleOrder).map((k) => k.publicJwk);
     const jwksBody = JSON.stringify({ keys });
-    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(jwksBody)));
+    // Synchronous: an asynchronous digest's round trip costs more than hashing a JWKS (a start-up builds one ring per project).
+    const digest = hash("sha256", jwksBody, "buffer");
     return new KeyRing(set, signer, jwksBody, `"${base64url.encode(digest.subarray(0, 16))}"`);
   }
 
