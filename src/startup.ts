@@ -162,7 +162,7 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
             }
           : undefined,
     });
-    for (const id of projects.ids) await keys.load(id);
+    await keys.loadAll(projects.ids);
     if (maintain) await recordServedSettings(store, config);
     if (config.bootstrapApiKey !== undefined && (await ensureBootstrapApiKey(store, projectId, config.bootstrapApiKey, clock.now()))) {
       logger.info("bootstrap API key registered");

@@ -42,6 +42,30 @@ describe("openContext", () => {
     });
   });
 
+  test("loads the keys of every project at start, creating the sets of projects that have none yet", async () => {
+    await inTempDir(async (dir) => {
+      const clock = new FakeClock();
+      const settings = settingsIn(dir.path, generateMasterKeyText());
+      const first = await openContext(settings({ TOKENMINT_BASE_DOMAIN: "tm.example.test" }), silentLogger, clock, { maintainKeys: false });
+      // More projects than are loaded at once, none with keys yet.
+      const ids: string[] = [];
+      for (let i = 0; i < 20; i++) ids.push((await createProject(first.store, { slug: `p${i}`, name: `P${i}` }, first.instance, clock.now())).id);
+      for (const id of ids) expect(await first.store.getKeySet(id)).toBeUndefined();
+      await first.store.close();
+
+      const ctx = await openContext(settings({ TOKENMINT_BASE_DOMAIN: "tm.example.test" }), silentLogger, clock);
+      try {
+        for (const id of [ctx.projectId, ...ids]) {
+          const stored = await ctx.store.getKeySet(id);
+          expect(stored?.keys.map((k) => k.state).sort()).toEqual(["current", "next"]);
+          expect(ctx.keys.ring(id).kid).toBe(stored?.keys.find((k) => k.state === "current")?.kid as string);
+        }
+      } finally {
+        await ctx.store.close();
+      }
+    });
+  });
+
   test("refuses data of another major format and leaves it untouched", async () => {
     await inTempDir(async (dir) => {
       const masterKey = generateMasterKeyText();

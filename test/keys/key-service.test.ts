@@ -283,6 +283,44 @@ describe("KeyService stop", () => {
 
 });
 
+describe("KeyService.loadAll", () => {
+  /** `t`'s key service with `load` replaced by one that takes `ms` and fails for `failing`; what it saw. */
+  function instrumented(t: TestApp, failing?: string) {
+    const seen = { started: [] as string[], running: 0, most: 0 };
+    const keys = t.ctx.keys as unknown as { load: (id: string) => Promise<unknown> };
+    keys.load = async (id) => {
+      seen.started.push(id);
+      seen.most = Math.max(seen.most, ++seen.running);
+      try {
+        await Bun.sleep(id === failing ? 1 : 5);
+        if (id === failing) throw new Error(`cannot load ${id}`);
+      } finally {
+        seen.running--;
+      }
+    };
+    return seen;
+  }
+  const ids = Array.from({ length: 30 }, (_, i) => `project-${i}`);
+
+  test("loads every project once, several at a time but never more than eight", async () => {
+    const t = await app();
+    const seen = instrumented(t);
+    await t.ctx.keys.loadAll(ids);
+    expect([...seen.started].sort()).toEqual([...ids].sort());
+    expect(seen.most).toBe(8);
+  });
+
+  test("after a failure starts no further load, lets the running ones finish and throws that failure", async () => {
+    const t = await app();
+    const seen = instrumented(t, "project-3");
+    const failure = await t.ctx.keys.loadAll(ids).then(() => undefined, (error: unknown) => error);
+    expect((failure as Error).message).toBe("cannot load project-3");
+    expect(seen.running).toBe(0);
+    // The eight first loads were under way; project-3 failed first, so none after them began.
+    expect(seen.started).toEqual(ids.slice(0, 8));
+  });
+});
+
 describe("KeyService: a failed maintenance pass", () => {
   /** An app whose store's change counter can be made to fail (`failWith`) and work again (`heal`); and its log. */
   async function failingApp() {
