@@ -3,8 +3,14 @@
  * Creates signing keys: a fresh key pair for the algorithm, its kid (the RFC 7638 thumbprint of
  * the public key) and its public JWK built by copying only the public members allowed for its
  * key type, never by deleting private ones.
+ *
+ * Key pairs come from `node:crypto`'s asynchronous generateKeyPair, which works off the event
+ * loop. WebCrypto's generateKey made the RSA key on it in this runtime: each RS256 key (a
+ * rotation, a revocation's replacement, a new project) held up every request of the process for
+ * the 50 ms or more an RSA-2048 key takes.
  */
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
+import { generateKeyPair, type KeyObject } from "node:crypto";
+import { calculateJwkThumbprint, type JWK } from "jose";
 import type { SigningAlg } from "../config/schema.ts";
 import type { SigningKeyRecord } from "../store/store.ts";
 import { privateKeyAad, seal } from "./sealing.ts";
@@ -29,6 +35,16 @@ export function publicJwkOf(jwk: JWK, kid: string, alg: SigningAlg): Record<stri
   return { ...out, kid, alg, use: "sig" };
 }
 
+/** A new key pair for `alg` (RSA 2048 with exponent 65537, P-256 or Ed25519), made off the event loop. */
+function keyPair(alg: SigningAlg): Promise<{ publicKey: KeyObject; privateKey: KeyObject }> {
+  return new Promise((resolve, reject) => {
+    const done = (error: Error | null, publicKey: KeyObject, privateKey: KeyObject) => (error === null ? resolve({ publicKey, privateKey }) : reject(error));
+    if (alg === "RS256") generateKeyPair("rsa", { modulusLength: 2048, publicExponent: 0x10001 }, done);
+    else if (alg === "ES256") generateKeyPair("ec", { namedCurve: "P-256" }, done);
+    else generateKeyPair("ed25519", {}, done);
+  });
+}
+
 /** Generates a new signing key for `projectId`, sealed with `masterKey`, in state `state`. */
 export async function generateSigningKey(
   projectId: string,
@@ -37,11 +53,10 @@ export async function generateSigningKey(
   now: number,
   state: SigningKeyRecord["state"],
 ): Promise<SigningKeyRecord> {
-  const options = alg === "RS256" ? { modulusLength: 2048, extractable: true } : alg === "EdDSA" ? { crv: "Ed25519", extractable: true } : { extractable: true };
-  const { publicKey, privateKey } = await generateKeyPair(alg, options);
-  const publicRaw = await exportJWK(publicKey);
+  const { publicKey, privateKey } = await keyPair(alg);
+  const publicRaw = publicKey.export({ format: "jwk" }) as JWK;
   const kid = await calculateJwkThumbprint(publicRaw, "sha256");
-  const privateJwk = await exportJWK(privateKey);
+  const privateJwk = privateKey.export({ format: "jwk" }) as JWK;
   return {
     kid,
     alg,

@@ -64,6 +64,26 @@ describe("generateSigningKey", () => {
     expect(a.state).toBe("current");
     expect(a.kid).not.toBe(b.kid);
   });
+
+  test("RSA keys are made off the event loop: the process goes on answering requests meanwhile", async () => {
+    // A key made on the loop lets no request through until it is done (an RSA-2048 key takes tens of ms).
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("ok") });
+    try {
+      let done = false;
+      const generating = Promise.all([1, 2, 3].map(() => generateSigningKey(PROJECT, "RS256", masterKey, T0, "next"))).finally(() => {
+        done = true;
+      });
+      let answered = 0;
+      while (!done) {
+        expect(await (await fetch(server.url)).text()).toBe("ok");
+        answered++;
+      }
+      expect((await generating).map((key) => key.alg)).toEqual(["RS256", "RS256", "RS256"]);
+      expect(answered).toBeGreaterThan(10);
+    } finally {
+      server.stop(true);
+    }
+  });
 });
 
 describe("publicJwkOf", () => {
