@@ -68,7 +68,10 @@ export async function projectsCommand(ctx: AppContext, args: ParsedArgs, io: Out
   const asJson = args.switches.has("--json");
   switch (action) {
     case "create": {
-      const record = await createProject(ctx.store, projectCreateInput(args, ctx.instance, ctx.clock.now()), ctx.instance, ctx.clock.now());
+      // The keys are stored with the project: a running server that picks it up has them at once.
+      const record = await createProject(ctx.store, projectCreateInput(args, ctx.instance, ctx.clock.now()), ctx.instance, ctx.clock.now(), (id, alg) =>
+        ctx.keys.newKeySet(id, alg),
+      );
       await ctx.projects.refresh();
       await ctx.keys.load(record.id);
       const view = projectView(ctx.projects.get(record.id));

@@ -9,7 +9,7 @@
 import { canonicalHost, isDnsName, isHostName, type Config, type SigningAlg } from "../config/schema.ts";
 import { AppError } from "../errors.ts";
 import { MAX_TOKEN_LIFETIME_S } from "../keys/lifecycle.ts";
-import type { ProjectRecord, ProjectSettings, Store } from "../store/store.ts";
+import type { KeySetRecord, ProjectRecord, ProjectSettings, Store } from "../store/store.ts";
 import { uuidv7 } from "./ids.ts";
 import { isPlainText } from "./text.ts";
 import { DEFAULT_TOKEN_LIFETIME_S } from "./tokens.ts";
@@ -209,12 +209,23 @@ export function newProjectRecord(input: NewProject, instance: InstanceSettings, 
   return applyChange({ id: uuidv7(now), name: "", slug: input.slug, createdAt: now, updatedAt: now }, input, instance);
 }
 
-/** Creates a project; `conflict` when the slug or custom domain is taken. */
-export async function createProject(store: Store, input: NewProject, instance: InstanceSettings, now: number): Promise<ProjectRecord> {
+/**
+ * Creates a project; `conflict` when the slug or custom domain is taken. With `firstKeys`, its
+ * first key set (made for the project's algorithm) is stored with it in one write: a server that
+ * finds the project finds its keys, and need not make them while its requests wait.
+ */
+export async function createProject(
+  store: Store,
+  input: NewProject,
+  instance: InstanceSettings,
+  now: number,
+  firstKeys?: (projectId: string, alg: SigningAlg) => Promise<KeySetRecord>,
+): Promise<ProjectRecord> {
   const hosts = projectHostsProblem(instance);
   if (hosts !== undefined) throw new AppError("invalid_request", `Cannot create a project: ${hosts}.`);
   const record = newProjectRecord(input, instance, now);
-  await store.createProject(record).catch(storeClash);
+  const keySet = await firstKeys?.(record.id, record.signingAlg ?? instance.signingAlg);
+  await store.createProject(record, keySet).catch(storeClash);
   return record;
 }
 

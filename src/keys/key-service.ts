@@ -183,10 +183,17 @@ export class KeyService {
     if (failure !== undefined) throw failure.error;
   }
 
-  async #createInitial(projectId: string): Promise<KeySetRecord> {
+  /** A first key set for `projectId` (a current and a next key of `alg`), not stored. */
+  async newKeySet(projectId: string, alg: SigningAlg): Promise<KeySetRecord> {
     const now = this.#o.now();
-    const [current, next] = await Promise.all([this.#generate(projectId, "current"), this.#generate(projectId, "next")]);
-    const set = initialKeySet(projectId, current, next, now);
+    const make = (state: KeyState) => generateSigningKey(projectId, alg, this.#o.masterKey, now, state);
+    const [current, next] = await Promise.all([make("current"), make("next")]);
+    return initialKeySet(projectId, current, next, now);
+  }
+
+  async #createInitial(projectId: string): Promise<KeySetRecord> {
+    const set = await this.newKeySet(projectId, this.#policy(projectId).signingAlg);
+    const { current, next } = keysByState(set);
     if (await this.#o.store.swapKeySet(set, 0)) {
       this.#o.logger.info("signing keys created", { kid: current.kid, next: next.kid, alg: current.alg });
       return set;

@@ -264,8 +264,8 @@ export class CachingStore implements Store {
     return this.#write(this.#inner.setMeta(name, value), () => {});
   }
 
-  createProject(project: ProjectRecord): Promise<void> {
-    return this.#write(this.#inner.createProject(project), () => {});
+  createProject(project: ProjectRecord, keySet?: KeySetRecord): Promise<void> {
+    return this.#write(this.#inner.createProject(project, keySet), () => {});
   }
 
   getProject(id: string): Promise<ProjectRecord | undefined> {

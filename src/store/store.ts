@@ -186,8 +186,12 @@ export interface Store {
   /** Writes a meta value, replacing the one stored. */
   setMeta<T>(name: string, value: T): Promise<void>;
 
-  /** Throws already_exists when the id, the slug or the custom domain is taken (checked in one transaction). */
-  createProject(project: ProjectRecord): Promise<void>;
+  /**
+   * Throws already_exists when the id, the slug or the custom domain is taken (checked in one
+   * transaction). With `keySet` (the project's first, of version 1), the project and its keys are
+   * written in that one transaction: no reader ever finds the project without keys.
+   */
+  createProject(project: ProjectRecord, keySet?: KeySetRecord): Promise<void>;
   getProject(id: string): Promise<ProjectRecord | undefined>;
   listProjects(): Promise<ProjectRecord[]>;
   /**

@@ -299,6 +299,8 @@ describe("projects", () => {
     );
     expect(created).toMatchObject({ slug: "acme", url: `http://${host}`, issuer: `http://${host}`, signingAlg: "EdDSA" });
     expect(await discovery()).toBe(`http://${host}`);
+    // The keys came with the project: the server made none for it (only the default project's, at its first start).
+    expect(server.proc.logs().filter((line) => line.msg === "signing keys created")).toHaveLength(1);
     const acmeKeys = (await (await fetch(`${server.url}/.well-known/jwks`, { headers: { host } })).json()) as JSONWebKeySet;
     expect(acmeKeys.keys.map((k) => k.alg)).toEqual(["EdDSA", "EdDSA"]);
 

@@ -75,6 +75,23 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
       expect(await store.getProject(A)).toEqual(p1);
     });
 
+    test("projects: created with their first key set in one write, or not at all", async () => {
+      await store.createProject({ id: A, name: "a", slug: "acme", createdAt: T0 }, keySetRecord(A, 1));
+      expect(await store.getKeySet(A)).toEqual(keySetRecord(A, 1));
+      // A clash stores neither the project nor its keys.
+      expect(await storeErrorKind(store.createProject({ id: B, name: "b", slug: "acme", createdAt: T0 }, keySetRecord(B, 1)))).toBe("already_exists");
+      expect(await store.getProject(B)).toBeUndefined();
+      expect(await store.getKeySet(B)).toBeUndefined();
+      // Only the project's own first set.
+      await expect(store.createProject({ id: B, name: "b", slug: "beta", createdAt: T0 }, keySetRecord(A, 1))).rejects.toThrow();
+      await expect(store.createProject({ id: B, name: "b", slug: "beta", createdAt: T0 }, keySetRecord(B, 2))).rejects.toThrow();
+      expect(await store.getProject(B)).toBeUndefined();
+      // Without a set, as the default project is made, the keys come later.
+      await store.createProject({ id: B, name: "b", slug: "beta", createdAt: T0 });
+      expect(await store.getKeySet(B)).toBeUndefined();
+      expect(await store.swapKeySet(keySetRecord(B, 1), 0)).toBe(true);
+    });
+
     test("projects: slugs and custom domains are unique; updates move them atomically", async () => {
       const C = newProjectId(T0 + 2);
       await store.createProject({ id: A, name: "a", slug: "acme", customDomain: "auth.acme.test", createdAt: T0 });

@@ -315,11 +315,13 @@ export class LmdbStore implements Store {
     await this.#write(() => this.#db.putSync(key.meta(name), value));
   }
 
-  async createProject(project: ProjectRecord): Promise<void> {
+  async createProject(project: ProjectRecord, keySet?: KeySetRecord): Promise<void> {
+    if (keySet !== undefined && (keySet.projectId !== project.id || keySet.version !== 1)) throw new Error("a new project's key set must be its own, of version 1");
     await this.#write(() => {
       if (this.#get(key.project(project.id)) !== undefined) throw new StoreError("already_exists", "project already exists");
       this.#claimProjectNames(project, undefined, "already_exists");
       this.#db.putSync(key.project(project.id), project);
+      if (keySet !== undefined) this.#db.putSync(key.keySet(project.id), keySet);
     });
   }
 
