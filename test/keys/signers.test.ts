@@ -107,6 +107,25 @@ describe("deferred libcrypto (a starting server)", () => {
     expect((await factory.create("EdDSA", ed as JWK)).kind).toBe("node-sync");
   });
 
+  test("handOver lets the process answer requests between keys (a server with many RS256 projects)", async () => {
+    const factory = new SignerFactory({ mode: "auto", deferLibcrypto: true });
+    const jwk = rsaJwk(2048);
+    const signers = await Promise.all(Array.from({ length: 40 }, () => factory.create("RS256", jwk)));
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("ok") });
+    try {
+      // Asked before the hand-over starts: answered only when the process gets to its sockets.
+      const asked = fetch(server.url).then(async (res) => ({ text: await res.text(), left: signers.filter((s) => s.kind !== "libcrypto").length }));
+      await factory.handOver();
+      const answer = await asked;
+      expect(answer.text).toBe("ok");
+      // Answered while keys were still waiting for their hand-over.
+      expect(answer.left).toBeGreaterThan(0);
+      expect(signers.every((s) => s.kind === "libcrypto")).toBe(true);
+    } finally {
+      server.stop(true);
+    }
+  });
+
   test("without a usable libcrypto, handOver keeps the built-in signer, and signing goes on", async () => {
     const warnings: string[] = [];
     const logger = { ...silentLogger, warn: (msg: string) => void warnings.push(msg) };

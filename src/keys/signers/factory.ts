@@ -114,11 +114,16 @@ export class SignerFactory {
   /**
    * Hands every deferred RS256 signer over to libcrypto (each keeps the built-in signer if
    * libcrypto cannot sign); signers made from now on use libcrypto at once. Never fails.
+   * Between two keys it lets the event loop turn: each costs about a millisecond of parsing and
+   * check signatures, and a server with many RS256 projects answers requests meanwhile.
    */
   async handOver(): Promise<void> {
     const deferred = this.#deferred ?? [];
     this.#deferred = undefined;
-    for (const signer of deferred) await signer.handOver((builtin, key) => this.#libcryptoOr(builtin, key));
+    for (const [i, signer] of deferred.entries()) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 0));
+      await signer.handOver((builtin, key) => this.#libcryptoOr(builtin, key));
+    }
   }
 
   /** A libcrypto signer for `key`, or `builtin` (its built-in signer) when libcrypto cannot sign (logged once). */
