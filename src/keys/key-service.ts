@@ -114,13 +114,15 @@ export class KeyService {
   /** The pass asked for while one ran: it starts when that one ends. */
   #tickAfter: Promise<void> | undefined;
   /**
-   * Set by a full pass that went without a failure: the change counter read before it, when it
-   * was set, and the time the first loaded set is due for maintenance. Until the counter moves,
-   * that time comes or the clock goes back, a tick is skipped.
+   * Set by a full pass that went without a failure: the store's counter of project and key-set
+   * writes read before it, when it was set, and the time the first loaded set is due for
+   * maintenance. Until the counter moves, that time comes or the clock goes back, a tick is skipped.
    */
   #quiet: { seq: number; at: number; until: number } | undefined;
   /** The change counter the directory and the rings were last brought up to by `follow`. */
   #followed: number | undefined;
+  /** The counter of project and key-set writes as of the last complete catch-up: while it stays, a catch-up reads nothing more. */
+  #keysCaughtUp: number | undefined;
   /** The catch-up `follow` runs now, and the counter it brings them up to. */
   #catchingUp: { seq: number; done: Promise<void> } | undefined;
   /** Set while `follow` keeps failing: it logs the first failure only, not one per request. */
@@ -396,8 +398,21 @@ export class KeyService {
     this.#followFailing = true;
   }
 
-  /** The project directory and every loaded ring brought up to the data; false if a part failed (logged). */
+  /**
+   * The project directory and every loaded ring brought up to the data; false if a part failed
+   * (logged). After a write of other data (a client, an API key) the counter of project and
+   * key-set writes has not moved, and nothing is read: with many projects, re-reading them all
+   * held up every request after such a write.
+   */
   async #catchUp(): Promise<boolean> {
+    let keysSeq: number;
+    try {
+      keysSeq = await this.#o.store.keysChangeSeq();
+    } catch (error) {
+      this.#followFailed("reading the change counter failed", error);
+      return false;
+    }
+    if (keysSeq === this.#keysCaughtUp) return true;
     let caughtUp = true;
     try {
       if (this.#o.projects !== undefined && !(await this.#syncProjects(await this.#o.projects()))) caughtUp = false;
@@ -413,6 +428,7 @@ export class KeyService {
         this.#followFailed("reading a project's signing keys failed", error);
       }
     }
+    if (caughtUp) this.#keysCaughtUp = keysSeq;
     return caughtUp;
   }
 
@@ -445,7 +461,7 @@ export class KeyService {
     let failed: boolean;
     try {
       // Read first: a write that lands during the pass moves the counter past it, so the next tick looks again.
-      seq = await this.#o.store.changeSeq();
+      seq = await this.#o.store.keysChangeSeq();
       const now = this.#o.now();
       // A clock that went back since (now before `at`) ends the quiet too: the sets may be ahead of it.
       if (this.#quiet !== undefined && this.#quiet.seq === seq && this.#quiet.at <= now && now < this.#quiet.until) return;

@@ -230,6 +230,10 @@ export class CachingStore implements Store {
     return this.#inner.changeSeq();
   }
 
+  keysChangeSeq(): Promise<number> {
+    return this.#inner.keysChangeSeq();
+  }
+
   /** The store behind's `changeSeqNow`, where it has one, as a check of the counter (drops everything if it moved). */
   readonly changeSeqNow?: () => number;
 

@@ -180,6 +180,14 @@ export interface Store {
    */
   changeSeqNow?(): number;
 
+  /**
+   * A counter that grows with every committed write of a project or a key set (in the same
+   * transaction), by any process: what a server's project directory and key rings are made of.
+   * A server that saw it unchanged since it last caught up skips re-reading every project and
+   * key set after a write of other data (a client, an API key).
+   */
+  keysChangeSeq(): Promise<number>;
+
   getMeta<T>(name: string): Promise<T | undefined>;
   /** Writes a meta value only if it is not set yet; returns the value now stored. */
   initMeta<T>(name: string, value: T): Promise<T>;

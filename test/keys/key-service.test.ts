@@ -270,13 +270,13 @@ describe("KeyService stop", () => {
   test("a tick asked for while a pass runs is one more pass after it, shared by every such call", async () => {
     const t = await app();
     await t.ctx.keys.tick();
-    const reads = recordCalls(t, ["changeSeq"]);
+    const reads = recordCalls(t, ["keysChangeSeq"]);
     const first = t.ctx.keys.tick();
     const second = t.ctx.keys.tick();
     expect(t.ctx.keys.tick()).toBe(second);
     expect(second).not.toBe(first);
     await second;
-    expect(reads).toEqual(["changeSeq", "changeSeq"]);
+    expect(reads).toEqual(["keysChangeSeq", "keysChangeSeq"]);
     expect(t.ctx.keys.tick()).not.toBe(second);
     await t.ctx.keys.stop();
   });
@@ -327,9 +327,9 @@ describe("KeyService: a failed maintenance pass", () => {
     const logLines: string[] = [];
     const t = await app({ logLines });
     const store = t.ctx.store as unknown as Record<string, unknown>;
-    const original = store.changeSeq;
-    const failWith = (message: string) => void (store.changeSeq = () => Promise.reject(new Error(message)));
-    const heal = () => void (store.changeSeq = original);
+    const original = store.keysChangeSeq;
+    const failWith = (message: string) => void (store.keysChangeSeq = () => Promise.reject(new Error(message)));
+    const heal = () => void (store.keysChangeSeq = original);
     const lines = (...parts: string[]) => logLines.filter((line) => parts.every((part) => line.includes(part))).length;
     return { t, failWith, heal, lines };
   }
@@ -557,6 +557,22 @@ describe("KeyService follow", () => {
     expect(jwksKids(b)).not.toContain(revoked);
     expect(ring(b).kid).toBe(ring(a).kid);
     expect(ring(b).kid).not.toBe(revoked);
+  });
+
+  test("after a write of other data (a provider, an API key) a catch-up reads no project and no key set", async () => {
+    const { a, b } = await followingPair();
+    const reads = recordCalls(b, ["getKeySet", "listProjects"]);
+    await a.ctx.store.createProvider({ id: crypto.randomUUID(), projectId: a.ctx.projectId, name: "p", description: "", createdAt: a.clock.now(), updatedAt: a.clock.now() });
+    const caughtUp = b.ctx.keys.follow();
+    expect(caughtUp).toBeInstanceOf(Promise);
+    await caughtUp;
+    expect(reads).toEqual([]);
+    // A key-set write is read again.
+    await a.ctx.keys.revoke(a.ctx.projectId, ring(a).kid);
+    await b.ctx.keys.follow();
+    expect(reads).toContain("getKeySet");
+    expect(reads).toContain("listProjects");
+    expect(ring(b).kid).toBe(ring(a).kid);
   });
 
   test("calls while a catch-up runs share it; a write seen meanwhile gets a catch-up of its own after it", async () => {

@@ -18,18 +18,23 @@ export interface OtherInstance {
   settle(): Promise<void>;
 }
 
+/** Makes `writes` in order; returns the names of those after which `counter` had moved forward. */
+async function movedBy(counter: () => Promise<number>, writes: readonly [string, () => Promise<unknown>][]): Promise<string[]> {
+  let last = await counter();
+  const moved: string[] = [];
+  for (const [what, write] of writes) {
+    await write();
+    const now = await counter();
+    if (now > last) moved.push(what);
+    last = now;
+  }
+  return moved;
+}
+
 /** Registers the tests; `store` returns the fresh store of the running test, `other` its sibling opener. */
 export function runChangeContract(store: () => Store, A: string, other: () => OtherInstance | undefined): void {
   test("changeSeq: every kind of write moves it forward", async () => {
     const s = store();
-    let last = await s.changeSeq();
-    const moved: string[] = [];
-    const step = async (what: string, write: Promise<unknown>) => {
-      await write;
-      const now = await s.changeSeq();
-      if (now > last) moved.push(what);
-      last = now;
-    };
     const p = providerRecord(A, T0);
     const c = clientRecord(p, T0 + 1);
     const secret = clientSecretRecord(c, T0 + 2, "h-secret");
@@ -50,8 +55,25 @@ export function runChangeContract(store: () => Store, A: string, other: () => Ot
       ["updateApiKey", () => s.updateApiKey(A, key.id, (cur) => ({ ...cur, revokedAt: T0 + 4 }))],
       ["swapKeySet", () => s.swapKeySet(keySetRecord(A, 1), 0)],
     ];
-    for (const [what, write] of writes) await step(what, write());
-    expect(moved).toEqual(writes.map(([what]) => what));
+    expect(await movedBy(() => s.changeSeq(), writes)).toEqual(writes.map(([what]) => what));
+  });
+
+  test("keysChangeSeq: moved by every write of a project or a key set, and by no other write", async () => {
+    const s = store();
+    const p = providerRecord(A, T0);
+    const c = clientRecord(p, T0 + 1);
+    const writes: [string, () => Promise<unknown>][] = [
+      ["setMeta", () => s.setMeta("changes", 2)],
+      ["createProject", () => s.createProject({ id: A, name: "default", createdAt: T0 })],
+      ["updateProject", () => s.updateProject(A, (cur) => ({ ...cur, name: "renamed" }))],
+      ["createProvider", () => s.createProvider(p)],
+      ["createClient", () => s.createClient(c)],
+      ["createApiKey", () => s.createApiKey(apiKeyRecord(A, T0 + 3, "h-key"))],
+      ["swapKeySet", () => s.swapKeySet(keySetRecord(A, 1), 0)],
+      ["swapKeySet refused", () => s.swapKeySet(keySetRecord(A, 2), 0)],
+      ["deleteClient", () => s.deleteClient(A, p.id, c.id)],
+    ];
+    expect(await movedBy(() => s.keysChangeSeq(), writes)).toEqual(["createProject", "updateProject", "swapKeySet"]);
   });
 
   test("changeSeq: recording a used assertion jti or a revoked token does not move it", async () => {

@@ -47,4 +47,6 @@ export const key = {
   expiredBy: (kind: ExpiringKind, projectId: string, now: number) => `${kind}exp:${projectId}:${epochKey(now)}:\uffff`,
   /** The change counter every write transaction bumps (Store#changeSeq). */
   changeSeq: "changeseq",
+  /** The counter of writes to projects and key sets (Store#keysChangeSeq). */
+  keysChangeSeq: "keyschangeseq",
 };

@@ -272,6 +272,15 @@ export class LmdbStore implements Store {
     return this.#get<number>(key.changeSeq) ?? 0;
   }
 
+  async keysChangeSeq(): Promise<number> {
+    return this.#get<number>(key.keysChangeSeq) ?? 0;
+  }
+
+  /** Inside a write transaction: counts a write of a project or a key set (keysChangeSeq). */
+  #countKeysChange(): void {
+    this.#db.putSync(key.keysChangeSeq, (this.#get<number>(key.keysChangeSeq) ?? 0) + 1);
+  }
+
   /**
    * The counter as of the latest commit of any process. Every counted commit announces its
    * counter in CHANGES_FILE, mapped shared, before its writer learns that it committed; so while
@@ -322,6 +331,7 @@ export class LmdbStore implements Store {
       this.#claimProjectNames(project, undefined, "already_exists");
       this.#db.putSync(key.project(project.id), project);
       if (keySet !== undefined) this.#db.putSync(key.keySet(project.id), keySet);
+      this.#countKeysChange();
     });
   }
 
@@ -356,6 +366,7 @@ export class LmdbStore implements Store {
       if (next === undefined) return current;
       this.#claimProjectNames(next, current, "conflict");
       this.#db.putSync(key.project(id), next);
+      this.#countKeysChange();
       return next;
     });
   }
@@ -574,6 +585,7 @@ export class LmdbStore implements Store {
       const current = this.#get<KeySetRecord>(key.keySet(next.projectId));
       if ((current?.version ?? 0) !== expectedVersion) return false;
       this.#db.putSync(key.keySet(next.projectId), next);
+      this.#countKeysChange();
       return true;
     });
   }
