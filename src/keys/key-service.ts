@@ -8,13 +8,16 @@
  * server calls at the start of every request: when the store's change counter moved, the request
  * waits until the project directory and the loaded rings are up to the data. Where the store
  * cannot be read that way, `tick`, which runs twice a second, picks it up within a second.
- * A tick that finds the store's change counter where the last full pass left it, before any
- * loaded set is due for a rotation or a removal, has nothing to do and reads nothing else.
+ * A tick that finds the store's change counter where the last pass left it, before any loaded
+ * set is due for a rotation or a removal, has nothing to do and reads nothing else. Both read
+ * only the projects and key sets the store names as written since (`Store#keysChangedSince`),
+ * and a pass looks only at those and at the sets due: with many projects, each rotation no
+ * longer makes every process re-read them all.
  */
 import type { SigningAlg } from "../config/schema.ts";
 import { AppError } from "../errors.ts";
 import type { Logger } from "../logging/logger.ts";
-import type { KeySetRecord, KeyState, SigningKeyRecord, Store } from "../store/store.ts";
+import type { KeySetRecord, KeysChanges, KeyState, SigningKeyRecord, Store } from "../store/store.ts";
 import { generateSigningKey } from "./generate.ts";
 import { KeyRing } from "./key-ring.ts";
 import {
@@ -399,28 +402,36 @@ export class KeyService {
   }
 
   /**
-   * The project directory and every loaded ring brought up to the data; false if a part failed
-   * (logged). After a write of other data (a client, an API key) the counter of project and
-   * key-set writes has not moved, and nothing is read: with many projects, re-reading them all
-   * held up every request after such a write.
+   * The project directory and the loaded rings brought up to the data; false if a part failed
+   * (logged). The store tells which projects and key sets were written since the last complete
+   * catch-up, and only those are read: after a write of other data (a client, an API key), none;
+   * after a rotation, that one key set. With many projects, re-reading them all held up every
+   * request after each such write. Where the store cannot tell, everything is read.
    */
   async #catchUp(): Promise<boolean> {
     let keysSeq: number;
+    let changes: KeysChanges | undefined;
     try {
-      keysSeq = await this.#o.store.keysChangeSeq();
+      const since = this.#keysCaughtUp;
+      changes = since === undefined ? undefined : await this.#o.store.keysChangedSince(since);
+      keysSeq = changes?.seq ?? (await this.#o.store.keysChangeSeq());
     } catch (error) {
       this.#followFailed("reading the change counter failed", error);
       return false;
     }
     if (keysSeq === this.#keysCaughtUp) return true;
     let caughtUp = true;
-    try {
-      if (this.#o.projects !== undefined && !(await this.#syncProjects(await this.#o.projects()))) caughtUp = false;
-    } catch (error) {
-      caughtUp = false;
-      this.#followFailed("reading the projects failed", error);
+    if (changes === undefined || changes.projects.length > 0) {
+      try {
+        if (this.#o.projects !== undefined && !(await this.#syncProjects(await this.#o.projects()))) caughtUp = false;
+      } catch (error) {
+        caughtUp = false;
+        this.#followFailed("reading the projects failed", error);
+      }
     }
-    for (const projectId of this.#loaded.keys()) {
+    // A project loaded just now read its key set then; one not loaded is read when it is.
+    for (const projectId of changes?.keySets ?? this.#loaded.keys()) {
+      if (!this.#loaded.has(projectId)) continue;
       try {
         await this.#refresh(projectId);
       } catch (error) {
@@ -458,20 +469,30 @@ export class KeyService {
 
   async #pass(): Promise<void> {
     let seq: number;
-    let failed: boolean;
+    let failed = false;
+    let targets: Iterable<string>;
     try {
       // Read first: a write that lands during the pass moves the counter past it, so the next tick looks again.
       seq = await this.#o.store.keysChangeSeq();
       const now = this.#o.now();
+      const quiet = this.#quiet;
       // A clock that went back since (now before `at`) ends the quiet too: the sets may be ahead of it.
-      if (this.#quiet !== undefined && this.#quiet.seq === seq && this.#quiet.at <= now && now < this.#quiet.until) return;
+      const steady = quiet !== undefined && quiet.at <= now;
+      if (steady && quiet.seq === seq && now < quiet.until) return;
       this.#quiet = undefined;
-      failed = this.#o.projects !== undefined && !(await this.#syncProjects(await this.#o.projects()));
+      // After a pass that went well, only what was written since and what is due needs a look.
+      const changes = !steady ? undefined : quiet.seq === seq ? { seq, projects: [], keySets: [] } : await this.#o.store.keysChangedSince(quiet.seq);
+      if (changes !== undefined) seq = changes.seq;
+      if ((changes === undefined || changes.projects.length > 0) && this.#o.projects !== undefined) {
+        failed = !(await this.#syncProjects(await this.#o.projects()));
+      }
+      targets = changes === undefined ? [...this.#loaded.keys()] : this.#needingMaintenance(changes, now);
     } catch (error) {
       this.#logFailure(error);
       return;
     }
-    for (const projectId of this.#loaded.keys()) {
+    for (const projectId of targets) {
+      if (!this.#loaded.has(projectId)) continue;
       try {
         await this.#maintain(projectId);
       } catch (error) {
@@ -487,6 +508,17 @@ export class KeyService {
     this.#quiet = { seq, at: this.#o.now(), until: this.#dueAt() };
   }
 
+  /**
+   * The loaded projects a pass looks at when the last one went well: those whose record or key
+   * set was written since (`changes`), and those whose set, as loaded, is due at `now`. Every
+   * other set was read by a pass or a catch-up after its last write, so its due time is known.
+   */
+  #needingMaintenance(changes: KeysChanges, now: number): Set<string> {
+    const targets = new Set([...changes.projects, ...changes.keySets]);
+    for (const [projectId, { set }] of this.#loaded) if (this.#dueOf(projectId, set) <= now) targets.add(projectId);
+    return targets;
+  }
+
   /** Logs a failed pass; the same failure again only after REPEAT_LOG_MS (a pass runs twice a second). */
   #logFailure(error: unknown): void {
     const message = error instanceof Error ? error.message : String(error);
@@ -497,24 +529,27 @@ export class KeyService {
     this.#o.logger.error("key maintenance failed", { error: message });
   }
 
-  /**
-   * The earliest time a loaded set needs maintenance: its scheduled rotation, a retired key
-   * leaving the JWKS, or now when its next key is not of the project's algorithm, when it is ahead
-   * of the clock (or its policy cannot be read).
-   */
+  /** The earliest time a loaded set needs maintenance (`#dueOf`), over every loaded set. */
   #dueAt(): number {
     let due = Number.POSITIVE_INFINITY;
-    for (const [projectId, { set }] of this.#loaded) {
-      let policy: KeyPolicy;
-      try {
-        policy = this.#policy(projectId);
-      } catch {
-        return this.#o.now();
-      }
-      if (keysByState(set).next.alg !== policy.signingAlg || aheadOfClock(set, this.#o.now()) > 0) return this.#o.now();
-      due = Math.min(due, this.#nextRotation(projectId, set) ?? due, nextPruneAt(set) ?? due);
-    }
+    for (const [projectId, { set }] of this.#loaded) due = Math.min(due, this.#dueOf(projectId, set));
     return due;
+  }
+
+  /**
+   * When a project's set needs maintenance: its scheduled rotation, a retired key leaving the
+   * JWKS, or now when its next key is not of the project's algorithm, when it is ahead of the
+   * clock (or its policy cannot be read); infinity when never.
+   */
+  #dueOf(projectId: string, set: KeySetRecord): number {
+    let policy: KeyPolicy;
+    try {
+      policy = this.#policy(projectId);
+    } catch {
+      return this.#o.now();
+    }
+    if (keysByState(set).next.alg !== policy.signingAlg || aheadOfClock(set, this.#o.now()) > 0) return this.#o.now();
+    return Math.min(this.#nextRotation(projectId, set) ?? Number.POSITIVE_INFINITY, nextPruneAt(set) ?? Number.POSITIVE_INFINITY);
   }
 
   /** Loads projects created meanwhile and drops deleted ones; false if a project failed to load. */

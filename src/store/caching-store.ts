@@ -29,6 +29,7 @@ import type {
   ClientRecord,
   ClientSecretRecord,
   KeySetRecord,
+  KeysChanges,
   Page,
   PageRequest,
   ProjectRecord,
@@ -232,6 +233,10 @@ export class CachingStore implements Store {
 
   keysChangeSeq(): Promise<number> {
     return this.#inner.keysChangeSeq();
+  }
+
+  keysChangedSince(since: number): Promise<KeysChanges | undefined> {
+    return this.#inner.keysChangedSince(since);
   }
 
   /** The store behind's `changeSeqNow`, where it has one, as a check of the counter (drops everything if it moved). */

@@ -153,6 +153,16 @@ export interface Page<T> {
   last?: string;
 }
 
+/** The projects and key sets written after a reader last caught up (Store#keysChangedSince). */
+export interface KeysChanges {
+  /** The counter of project and key-set writes as of the read (Store#keysChangeSeq). */
+  seq: number;
+  /** Ids of the projects whose record was written (created or updated), each once. */
+  projects: string[];
+  /** Ids of the projects whose key set was written, each once. */
+  keySets: string[];
+}
+
 /** Returns the new record, or undefined to leave the stored one untouched. */
 export type Updater<T> = (current: T) => T | undefined;
 
@@ -187,6 +197,15 @@ export interface Store {
    * key set after a write of other data (a client, an API key).
    */
   keysChangeSeq(): Promise<number>;
+
+  /**
+   * What the writes counted by `keysChangeSeq` after it stood at `since` wrote, read in one
+   * snapshot with the counter: a server brings only those projects and key sets up to date
+   * instead of re-reading them all. Undefined when the store cannot tell (it remembers the latest
+   * writes only, and a process of an earlier build writes without telling): the caller then
+   * re-reads everything.
+   */
+  keysChangedSince(since: number): Promise<KeysChanges | undefined>;
 
   getMeta<T>(name: string): Promise<T | undefined>;
   /** Writes a meta value only if it is not set yet; returns the value now stored. */

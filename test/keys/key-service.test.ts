@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from "jose";
 import { loadConfig } from "../../src/config/load.ts";
+import { createProject } from "../../src/core/projects.ts";
 import { AppError } from "../../src/errors.ts";
 import { MasterKeyError, generateMasterKeyText } from "../../src/keys/master-key.ts";
 import { silentLogger } from "../../src/logging/logger.ts";
@@ -49,6 +50,27 @@ async function followingPair(): Promise<{ a: TestApp; b: TestApp; clock: FakeClo
   await b.ctx.keys.follow();
   return { a, b, clock, logLines };
 }
+
+/** Two services on one data directory as followingPair, with `count` more projects (with keys) that both have loaded. */
+async function pairWithProjects(count: number): Promise<{ a: TestApp; b: TestApp; clock: FakeClock }> {
+  const dataDir = sharedDir();
+  const clock = new FakeClock();
+  const env = { TOKENMINT_BASE_DOMAIN: "tm.example.test" };
+  const a = await app({ dataDir, clock, env });
+  for (let i = 0; i < count; i++) {
+    await createProject(a.ctx.store, { slug: `p${i}`, name: `P${i}` }, a.ctx.instance, clock.now(), (id, alg) => a.ctx.keys.newKeySet(id, alg));
+  }
+  await a.ctx.projects.refresh();
+  await a.ctx.keys.loadAll(a.ctx.projects.ids);
+  const b = await app({ dataDir, masterKey: a.masterKey, clock, env });
+  await b.ctx.keys.follow();
+  await b.ctx.keys.tick();
+  expect(b.ctx.projects.ids.filter((id) => b.ctx.keys.has(id))).toHaveLength(count + 1);
+  return { a, b, clock };
+}
+
+/** The projects of `t` other than the default one, in creation order. */
+const extraProjects = (t: TestApp) => t.ctx.projects.ids.filter((id) => id !== t.ctx.projectId).sort();
 
 const ring = (t: TestApp) => t.ctx.keys.ring(t.ctx.projectId);
 const jwks = (t: TestApp) => JSON.parse(ring(t).jwksBody) as JSONWebKeySet;
@@ -488,6 +510,39 @@ describe("KeyService across restarts and processes", () => {
     expect(ring(a).version).toBe(version);
   });
 
+  test("after a pass that went well, a pass reads only the key sets written since and those due", async () => {
+    const { a, b, clock } = await pairWithProjects(2);
+    const [first, second] = extraProjects(a);
+    const reads = recordCalls(b, ["getKeySet", "listProjects"]);
+    clock.advance(MAX_AGE_S);
+    await a.ctx.keys.rotate(second);
+    await new Promise<void>((resolve) => setTimeout(resolve, 0));
+    await b.ctx.keys.tick();
+    expect(reads).toEqual(["getKeySet"]);
+    expect(b.ctx.keys.ring(second).kid).toBe(a.ctx.keys.ring(second).kid);
+
+    // The default project and the first one are due at the same time; the second, rotated since, later.
+    const due = (await b.ctx.keys.list(first)).find((k) => k.state === "next")!.activatesAt!;
+    reads.length = 0;
+    const versions = [b.ctx.projectId, first, second].map((id) => b.ctx.keys.ring(id).version);
+    clock.ms = due;
+    await b.ctx.keys.tick();
+    expect(reads).toEqual(["getKeySet", "getKeySet"]);
+    expect([b.ctx.projectId, first, second].map((id) => b.ctx.keys.ring(id).version)).toEqual([versions[0]! + 1, versions[1]! + 1, versions[2]]);
+  });
+
+  test("a project's new algorithm, written by another process, gets its next key at the next pass", async () => {
+    const { a, b } = await pairWithProjects(2);
+    const [first] = extraProjects(a);
+    const reads = recordCalls(b, ["getKeySet", "listProjects"]);
+    await a.ctx.store.updateProject(first!, (cur) => ({ ...cur, signingAlg: "EdDSA" }));
+    await new Promise<void>((resolve) => setTimeout(resolve, 0));
+    await b.ctx.keys.tick();
+    expect(reads).toEqual(["listProjects", "getKeySet"]);
+    expect((await b.ctx.keys.list(first!)).find((k) => k.state === "next")?.alg).toBe("EdDSA");
+    expect(JSON.parse(b.ctx.keys.ring(first!).jwksBody).keys.map((k: { alg: string }) => k.alg)).toContain("EdDSA");
+  });
+
   test("with rotation off, an idle tick still removes a retired key exactly when it leaves the JWKS", async () => {
     const t = await app({ rotationPeriod: 0 });
     t.clock.advance(t.ctx.keys.jwksMaxAge(t.ctx.projectId));
@@ -559,20 +614,37 @@ describe("KeyService follow", () => {
     expect(ring(b).kid).not.toBe(revoked);
   });
 
-  test("after a write of other data (a provider, an API key) a catch-up reads no project and no key set", async () => {
-    const { a, b } = await followingPair();
+  test("a catch-up reads only what was written: no project and no key set after other data, one key set after a rotation, the projects after a project's change", async () => {
+    const { a, b } = await pairWithProjects(2);
+    const [first, second] = extraProjects(a);
     const reads = recordCalls(b, ["getKeySet", "listProjects"]);
     await a.ctx.store.createProvider({ id: crypto.randomUUID(), projectId: a.ctx.projectId, name: "p", description: "", createdAt: a.clock.now(), updatedAt: a.clock.now() });
     const caughtUp = b.ctx.keys.follow();
     expect(caughtUp).toBeInstanceOf(Promise);
     await caughtUp;
     expect(reads).toEqual([]);
-    // A key-set write is read again.
-    await a.ctx.keys.revoke(a.ctx.projectId, ring(a).kid);
+
+    await a.ctx.keys.revoke(second, a.ctx.keys.ring(second).kid);
     await b.ctx.keys.follow();
-    expect(reads).toContain("getKeySet");
-    expect(reads).toContain("listProjects");
-    expect(ring(b).kid).toBe(ring(a).kid);
+    expect(reads).toEqual(["getKeySet"]);
+    expect(b.ctx.keys.ring(second).kid).toBe(a.ctx.keys.ring(second).kid);
+
+    reads.length = 0;
+    await a.ctx.store.updateProject(first, (cur) => ({ ...cur, name: "Renamed" }));
+    await b.ctx.keys.follow();
+    expect(reads).toEqual(["listProjects"]);
+    expect(b.ctx.projects.get(first).name).toBe("Renamed");
+  });
+
+  test("where the store cannot tell what was written, a catch-up reads every project and key set", async () => {
+    const { a, b } = await pairWithProjects(2);
+    const [, second] = extraProjects(a);
+    Reflect.set(b.ctx.store, "keysChangedSince", async () => undefined);
+    const reads = recordCalls(b, ["getKeySet", "listProjects"]);
+    await a.ctx.keys.revoke(second, a.ctx.keys.ring(second).kid);
+    await b.ctx.keys.follow();
+    expect(reads.sort()).toEqual(["getKeySet", "getKeySet", "getKeySet", "listProjects"]);
+    expect(b.ctx.keys.ring(second).kid).toBe(a.ctx.keys.ring(second).kid);
   });
 
   test("calls while a catch-up runs share it; a write seen meanwhile gets a catch-up of its own after it", async () => {

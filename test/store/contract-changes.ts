@@ -9,7 +9,7 @@ import { expect, test } from "bun:test";
 import { join } from "node:path";
 import type { Store } from "../../src/store/store.ts";
 import { tempDir } from "../helpers/app.ts";
-import { T0, apiKeyRecord, clientRecord, clientSecretRecord, keySetRecord, providerRecord } from "./fixtures.ts";
+import { T0, apiKeyRecord, clientRecord, clientSecretRecord, keySetRecord, newProjectId, providerRecord } from "./fixtures.ts";
 
 /** A second instance on the same data, and how to wait until the first one sees its writes. */
 export interface OtherInstance {
@@ -74,6 +74,39 @@ export function runChangeContract(store: () => Store, A: string, other: () => Ot
       ["deleteClient", () => s.deleteClient(A, p.id, c.id)],
     ];
     expect(await movedBy(() => s.keysChangeSeq(), writes)).toEqual(["createProject", "updateProject", "swapKeySet"]);
+  });
+
+  test("keysChangedSince: names each project whose record or key set was written since, once, with the counter as of the read", async () => {
+    const s = store();
+    const B = newProjectId(T0 + 7);
+    const start = await s.keysChangeSeq();
+    expect(await s.keysChangedSince(start)).toEqual({ seq: start, projects: [], keySets: [] });
+    await s.createProject({ id: A, name: "default", createdAt: T0 }, keySetRecord(A, 1));
+    const created = await s.keysChangeSeq();
+    expect(await s.keysChangedSince(start)).toEqual({ seq: created, projects: [A], keySets: [A] });
+
+    // Writes of other data, and a refused swap, name nothing.
+    const p = providerRecord(A, T0);
+    await s.createProvider(p);
+    await s.createClient(clientRecord(p, T0 + 1));
+    await s.createApiKey(apiKeyRecord(A, T0 + 2, "h-key"));
+    await s.setMeta("changes", 1);
+    expect(await s.swapKeySet(keySetRecord(A, 3), 2)).toBe(false);
+    expect(await s.keysChangedSince(created)).toEqual({ seq: created, projects: [], keySets: [] });
+
+    await s.updateProject(A, (cur) => ({ ...cur, name: "renamed" }));
+    await s.createProject({ id: B, name: "second", createdAt: T0 });
+    await s.swapKeySet(keySetRecord(B, 1), 0);
+    await s.swapKeySet(keySetRecord(A, 2), 1);
+    await s.swapKeySet(keySetRecord(A, 3), 2);
+    const changes = await s.keysChangedSince(created);
+    expect(changes?.seq).toBe(await s.keysChangeSeq());
+    expect(changes?.projects.sort()).toEqual([A, B].sort());
+    expect(changes?.keySets.sort()).toEqual([A, B].sort());
+    // From a later point only what came after it.
+    expect(await s.keysChangedSince((changes?.seq ?? 0) - 1)).toEqual({ seq: changes?.seq ?? 0, projects: [], keySets: [A] });
+    // A counter it never reached cannot be told.
+    expect(await s.keysChangedSince((changes?.seq ?? 0) + 1)).toBeUndefined();
   });
 
   test("changeSeq: recording a used assertion jti or a revoked token does not move it", async () => {

@@ -2,8 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { open } from "lmdb";
-import { CHANGES_FILE, LMDB_FILE, LmdbStore, openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
+import { CHANGES_FILE, KEYS_LOG_LENGTH, LMDB_FILE, LmdbStore, openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import type { RootDatabase } from "lmdb";
+import { key } from "../../src/store/lmdb/lmdb-keys.ts";
 import { tempDir } from "../helpers/app.ts";
 import { runChangeSeqNowFreshness } from "./contract-changes.ts";
 import { runStoreContract } from "./contract.ts";
@@ -233,6 +234,55 @@ describe("lmdb store", () => {
       } finally {
         await one.close();
         await two.close();
+      }
+    }));
+
+  test("keysChangedSince remembers the latest KEYS_LOG_LENGTH writes only, and cannot tell across a write that left no entry", () =>
+    withDir(async (path) => {
+      const first = openLmdbStore(path);
+      await first.createProject({ id: A, name: "default", createdAt: T0 }, keySetRecord(A, 1));
+      await first.close();
+      // The data as KEYS_LOG_LENGTH more writes of the key set leave it, made in one transaction.
+      const seq = KEYS_LOG_LENGTH + 1;
+      const raw = () => open({ path: join(path, LMDB_FILE), encoding: "json", compression: false }) as RootDatabase<unknown, string>;
+      const logged = (db: RootDatabase<unknown, string>) => db.getKeysCount({ start: "keyslog:", end: "keyslog:\uffff" });
+      let db = raw();
+      await db.transaction(() => {
+        db.removeSync(key.keysLog(1));
+        for (let n = 2; n <= seq; n++) db.putSync(key.keysLog(n), { projectId: A, project: false, keySet: true });
+        db.putSync(key.keysChangeSeq, seq);
+        db.putSync(key.keySet(A), keySetRecord(A, seq));
+      });
+      await db.close();
+
+      const store = openLmdbStore(path);
+      try {
+        expect(await store.keysChangedSince(seq - KEYS_LOG_LENGTH)).toEqual({ seq, projects: [], keySets: [A] });
+        expect(await store.keysChangedSince(seq - KEYS_LOG_LENGTH - 1)).toBeUndefined();
+        // The next write forgets the oldest entry.
+        expect(await store.swapKeySet(keySetRecord(A, seq + 1), seq)).toBe(true);
+        expect(await store.keysChangedSince(seq + 1 - KEYS_LOG_LENGTH)).toEqual({ seq: seq + 1, projects: [], keySets: [A] });
+        expect(await store.keysChangedSince(seq - KEYS_LOG_LENGTH)).toBeUndefined();
+      } finally {
+        await store.close();
+      }
+      db = raw();
+      try {
+        expect(logged(db)).toBe(KEYS_LOG_LENGTH);
+        expect(db.get(key.keysLog(seq + 1 - KEYS_LOG_LENGTH))).toBeUndefined();
+        // A process of an earlier build counts its write without an entry.
+        await db.put(key.keysChangeSeq, seq + 2);
+      } finally {
+        await db.close();
+      }
+      const reopened = openLmdbStore(path);
+      try {
+        expect(await reopened.keysChangedSince(seq + 1)).toBeUndefined();
+        expect(await reopened.keysChangedSince(seq)).toBeUndefined();
+        expect(await reopened.swapKeySet(keySetRecord(A, seq + 2), seq + 1)).toBe(true);
+        expect(await reopened.keysChangedSince(seq + 2)).toEqual({ seq: seq + 3, projects: [], keySets: [A] });
+      } finally {
+        await reopened.close();
       }
     }));
 

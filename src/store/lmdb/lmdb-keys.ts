@@ -49,4 +49,6 @@ export const key = {
   changeSeq: "changeseq",
   /** The counter of writes to projects and key sets (Store#keysChangeSeq). */
   keysChangeSeq: "keyschangeseq",
+  /** The write that brought keysChangeSeq to `seq` → what it wrote (KeysLogEntry). */
+  keysLog: (seq: number) => `keyslog:${String(seq).padStart(16, "0")}`,
 };

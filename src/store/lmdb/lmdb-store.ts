@@ -24,6 +24,7 @@ import {
   type ClientRecord,
   type ClientSecretRecord,
   type KeySetRecord,
+  type KeysChanges,
   type Page,
   type PageRequest,
   type ProjectRecord,
@@ -40,6 +41,19 @@ const CLOSE_TIMEOUT_MS = 5_000;
 
 /** How many expired entries `revokeToken` and `useAssertionJti` remove in passing: bounded work per call. */
 const PRUNE_IN_PASSING = 16;
+
+/**
+ * How many of the latest project and key-set writes the store remembers for `keysChangedSince`
+ * (an entry is some 60 bytes). A reader further behind re-reads everything.
+ */
+export const KEYS_LOG_LENGTH = 10_000;
+
+/** What one write counted by keysChangeSeq wrote (key.keysLog). */
+interface KeysLogEntry {
+  projectId: string;
+  project: boolean;
+  keySet: boolean;
+}
 
 /** File name of the LMDB environment inside the data directory. */
 export const LMDB_FILE = "tokenmint.mdb";
@@ -276,9 +290,31 @@ export class LmdbStore implements Store {
     return this.#get<number>(key.keysChangeSeq) ?? 0;
   }
 
-  /** Inside a write transaction: counts a write of a project or a key set (keysChangeSeq). */
-  #countKeysChange(): void {
-    this.#db.putSync(key.keysChangeSeq, (this.#get<number>(key.keysChangeSeq) ?? 0) + 1);
+  /**
+   * Inside a write transaction: counts a write of a project or a key set (keysChangeSeq) and logs
+   * what it wrote, forgetting the entry KEYS_LOG_LENGTH writes older.
+   */
+  #countKeysChange(entry: KeysLogEntry): void {
+    const seq = (this.#get<number>(key.keysChangeSeq) ?? 0) + 1;
+    this.#db.putSync(key.keysChangeSeq, seq);
+    this.#db.putSync(key.keysLog(seq), entry);
+    if (seq > KEYS_LOG_LENGTH) this.#db.removeSync(key.keysLog(seq - KEYS_LOG_LENGTH));
+  }
+
+  async keysChangedSince(since: number): Promise<KeysChanges | undefined> {
+    // Both reads are synchronous: they share one snapshot.
+    const seq = this.#get<number>(key.keysChangeSeq) ?? 0;
+    if (!Number.isSafeInteger(since) || since > seq || seq - since > KEYS_LOG_LENGTH) return undefined;
+    const entries = this.#range<KeysLogEntry>(key.keysLog(since + 1), key.keysLog(seq + 1));
+    // A counted write without an entry (a process of an earlier build made it): the log cannot tell.
+    if (entries.length !== seq - since) return undefined;
+    const projects = new Set<string>();
+    const keySets = new Set<string>();
+    for (const entry of entries) {
+      if (entry.project) projects.add(entry.projectId);
+      if (entry.keySet) keySets.add(entry.projectId);
+    }
+    return { seq, projects: [...projects], keySets: [...keySets] };
   }
 
   /**
@@ -331,7 +367,7 @@ export class LmdbStore implements Store {
       this.#claimProjectNames(project, undefined, "already_exists");
       this.#db.putSync(key.project(project.id), project);
       if (keySet !== undefined) this.#db.putSync(key.keySet(project.id), keySet);
-      this.#countKeysChange();
+      this.#countKeysChange({ projectId: project.id, project: true, keySet: keySet !== undefined });
     });
   }
 
@@ -366,7 +402,7 @@ export class LmdbStore implements Store {
       if (next === undefined) return current;
       this.#claimProjectNames(next, current, "conflict");
       this.#db.putSync(key.project(id), next);
-      this.#countKeysChange();
+      this.#countKeysChange({ projectId: id, project: true, keySet: false });
       return next;
     });
   }
@@ -585,7 +621,7 @@ export class LmdbStore implements Store {
       const current = this.#get<KeySetRecord>(key.keySet(next.projectId));
       if ((current?.version ?? 0) !== expectedVersion) return false;
       this.#db.putSync(key.keySet(next.projectId), next);
-      this.#countKeysChange();
+      this.#countKeysChange({ projectId: next.projectId, project: false, keySet: true });
       return true;
     });
   }
