@@ -107,6 +107,15 @@ const REPEAT_LOG_MS = 60_000;
  */
 const LOAD_CONCURRENCY = 8;
 
+/** The items of `items` in a random order (Fisher–Yates, in place). */
+function shuffled<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [items[i], items[j]] = [items[j] as T, items[i] as T];
+  }
+  return items;
+}
+
 export class KeyService {
   readonly #o: KeyServiceOptions;
   /** Per loaded project: the ring and the stored set it was built from. */
@@ -128,6 +137,8 @@ export class KeyService {
   #keysCaughtUp: number | undefined;
   /** The catch-up `follow` runs now, and the counter it brings them up to. */
   #catchingUp: { seq: number; done: Promise<void> } | undefined;
+  /** Set by `stop` while it waits: the pass running ends after the set it is at. */
+  #stopping = false;
   /** Set while `follow` keeps failing: it logs the first failure only, not one per request. */
   #followFailing = false;
   /** The maintenance failures logged since the last pass that went without one, and when. */
@@ -158,18 +169,25 @@ export class KeyService {
     return ring;
   }
 
-  /** Creates the project's key set if missing, catches up a missed rotation (unless `maintainOnLoad` is false) and loads the ring. */
-  async load(projectId: string): Promise<KeyRing> {
+  /**
+   * Creates the project's key set if missing, loads the ring, and with `maintain` (default: the
+   * `maintainOnLoad` option) catches up a missed rotation.
+   */
+  async load(projectId: string, maintain = this.#o.maintainOnLoad !== false): Promise<KeyRing> {
     let set = await this.#o.store.getKeySet(projectId);
     if (set === undefined) set = await this.#createInitial(projectId);
     this.#loaded.set(projectId, { ring: await KeyRing.build(set, this.#o.masterKey, this.#o.signers), set });
-    if (this.#o.maintainOnLoad !== false) await this.#maintain(projectId);
+    if (maintain) await this.#maintain(projectId);
     return this.ring(projectId);
   }
 
   /**
-   * `load` for every project of `projectIds`, LOAD_CONCURRENCY at a time. On a failure no further
-   * load starts; the ones under way finish, then the first failure is thrown.
+   * `load` without maintenance for every project of `projectIds`, LOAD_CONCURRENCY at a time: a
+   * server's first maintenance pass, which `start` runs at once, makes the rotations missed while
+   * it was stopped, so it answers before they are made (the stored keys serve meanwhile; they
+   * stay published, and their tokens verify). With many RS256 projects, making them first held
+   * up the start for seconds. On a failure no further load starts; the ones under way finish,
+   * then the first failure is thrown.
    */
   async loadAll(projectIds: readonly string[]): Promise<void> {
     let next = 0;
@@ -178,7 +196,7 @@ export class KeyService {
       while (failure === undefined && next < projectIds.length) {
         const projectId = projectIds[next++] as string;
         try {
-          await this.load(projectId);
+          await this.load(projectId, false);
         } catch (error) {
           failure ??= { error };
         }
@@ -470,7 +488,7 @@ export class KeyService {
   async #pass(): Promise<void> {
     let seq: number;
     let failed = false;
-    let targets: Iterable<string>;
+    let targets: string[];
     try {
       // Read first: a write that lands during the pass moves the counter past it, so the next tick looks again.
       seq = await this.#o.store.keysChangeSeq();
@@ -486,12 +504,18 @@ export class KeyService {
       if ((changes === undefined || changes.projects.length > 0) && this.#o.projects !== undefined) {
         failed = !(await this.#syncProjects(await this.#o.projects()));
       }
-      targets = changes === undefined ? [...this.#loaded.keys()] : this.#needingMaintenance(changes, now);
+      // In an order of its own: processes that find the same sets due (the workers of a server,
+      // after a stop longer than the rotation period) mostly make different ones, not each the
+      // key of every rotation, of which only one can be stored.
+      targets = shuffled(changes === undefined ? [...this.#loaded.keys()] : [...this.#needingMaintenance(changes, now)]);
     } catch (error) {
       this.#logFailure(error);
       return;
     }
     for (const projectId of targets) {
+      // A stopping server does not wait for every rotation due (after a long stop, making
+      // hundreds of RS256 keys takes many seconds): the next start makes the rest.
+      if (this.#stopping) return;
       if (!this.#loaded.has(projectId)) continue;
       try {
         await this.#maintain(projectId);
@@ -569,21 +593,31 @@ export class KeyService {
     return loaded;
   }
 
-  /** Starts the maintenance timer (twice a second: rotations are made on time, and outside changes are picked up within a second where `follow` cannot). */
+  /**
+   * Runs a maintenance pass now and starts the timer (twice a second: rotations are made on
+   * time, and outside changes are picked up within a second where `follow` cannot).
+   */
   start(intervalMs = 500): void {
-    this.#timer ??= setInterval(() => void this.tick(), intervalMs);
+    if (this.#timer !== undefined) return;
+    this.#timer = setInterval(() => void this.tick(), intervalMs);
+    void this.tick();
   }
 
   /**
    * Stops the timer, then waits for the maintenance pass and the catch-up of `follow` running now,
    * if any: the store can be closed once it resolves (a pass cut off by the close would lose its
-   * rotation and read from a closed store).
+   * rotation and read from a closed store). The pass ends after the set it is at.
    */
   async stop(): Promise<void> {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
-    while (this.#ticking !== undefined || this.#tickAfter !== undefined || this.#catchingUp !== undefined) {
-      await Promise.all([this.#tickAfter ?? this.#ticking, this.#catchingUp?.done]);
+    this.#stopping = true;
+    try {
+      while (this.#ticking !== undefined || this.#tickAfter !== undefined || this.#catchingUp !== undefined) {
+        await Promise.all([this.#tickAfter ?? this.#ticking, this.#catchingUp?.done]);
+      }
+    } finally {
+      this.#stopping = false;
     }
   }
 }

@@ -265,15 +265,45 @@ describe("KeyService stop", () => {
     const t = await app({ alg: "RS256", logLines });
     const before = ring(t).kid;
     t.clock.advance(PERIOD_S * 1000);
-    // RS256 makes a new next key during the pass, which takes longer than a turn of the event loop.
+    // Stopped once the pass has read the set it rotates: RS256 makes the new next key then, which
+    // takes longer than a turn of the event loop.
+    let stopping: Promise<void> | undefined;
+    const store = t.ctx.store as unknown as { getKeySet: (id: string) => Promise<unknown> };
+    const read = store.getKeySet.bind(store);
+    store.getKeySet = (id) => {
+      stopping ??= t.ctx.keys.stop();
+      return read(id);
+    };
     const ticking = t.ctx.keys.tick();
-    await t.ctx.keys.stop();
+    while (stopping === undefined) await new Promise<void>((resolve) => setTimeout(resolve, 1));
+    await stopping;
     const stored = await storedSet(t);
     expect(stored.keys.find((k) => k.state === "current")?.kid).not.toBe(before);
     expect(ring(t).kid).toBe(stored.keys.find((k) => k.state === "current")!.kid);
     await closeApp(t);
     await ticking;
     expect(logLines.filter((line) => line.includes('"level":"error"'))).toEqual([]);
+  });
+
+  test("ends the pass running after the set it is at, rather than making every rotation due; the next pass makes the rest", async () => {
+    const { a, clock } = await pairWithProjects(9);
+    const ids = a.ctx.projects.ids;
+    const versions = new Map(ids.map((id) => [id, a.ctx.keys.ring(id).version]));
+    let stopping: Promise<void> | undefined;
+    const store = a.ctx.store as unknown as { swapKeySet: (...args: unknown[]) => Promise<boolean> };
+    const swap = store.swapKeySet.bind(store);
+    store.swapKeySet = async (...args) => {
+      const stored = await swap(...args);
+      stopping ??= a.ctx.keys.stop();
+      return stored;
+    };
+    clock.advance(PERIOD_S);
+    await a.ctx.keys.tick();
+    await stopping;
+    const rotated = () => ids.filter((id) => a.ctx.keys.ring(id).version > (versions.get(id) as number));
+    expect(rotated()).toHaveLength(1);
+    await a.ctx.keys.tick();
+    expect(rotated()).toEqual(ids);
   });
 
   test("waits for the catch-up of follow running: it reads nothing from a closed store", async () => {
@@ -423,7 +453,7 @@ describe("KeyService revocation", () => {
 });
 
 describe("KeyService across restarts and processes", () => {
-  test("a missed rotation is caught up once at load", async () => {
+  test("a missed rotation is made once, by the pass start() runs at once; until then the stored keys serve", async () => {
     const dataDir = sharedDir();
     const clock = new FakeClock();
     const first = await app({ dataDir, clock });
@@ -431,6 +461,13 @@ describe("KeyService across restarts and processes", () => {
     await closeApp(first);
     clock.advance(3 * PERIOD_S);
     const second = await app({ dataDir, masterKey: first.masterKey, clock });
+    // Opening made no key: a server answers before the rotations it missed are made.
+    expect(await storedSet(second)).toEqual(before);
+    expect(ring(second).kid).toBe(before.keys.find((k) => k.state === "current")!.kid);
+    // The timer would first fire in a minute: the pass that rotates is the one start() began.
+    second.ctx.keys.start(60_000);
+    for (let i = 0; i < 200 && (await storedSet(second)).version === before.version; i++) await Bun.sleep(5);
+    await second.ctx.keys.stop();
     const after = await storedSet(second);
     expect(after.version).toBe(before.version + 1);
     expect(after.rotatedAt).toBe(clock.now());
@@ -459,6 +496,33 @@ describe("KeyService across restarts and processes", () => {
     expect(ring(b).jwksBody).toBe(ring(a).jwksBody);
     expect(jwksKids(a)).toEqual([set.keys.find((k) => k.state === "current")!.kid, set.keys.find((k) => k.state === "next")!.kid, set.keys.find((k) => k.state === "retired")!.kid]);
     expect(logLines.filter((l) => l.includes('"signing key rotated"'))).toHaveLength(1);
+  });
+
+  test("each pass looks at the sets in an order of its own, so processes that find the same rotations due mostly make different ones", async () => {
+    const { a, clock } = await pairWithProjects(19);
+    const ids = a.ctx.projects.ids;
+    // Every pass looks at every set: the store cannot tell what was written.
+    Reflect.set(a.ctx.store, "keysChangedSince", async () => undefined);
+    // The order in which a's passes read the sets. In one fixed order, the workers of a server
+    // started after a long stop would each make the key of every missed rotation (an RS256 key
+    // is some 70 ms of a core), and only one of each pair can be stored.
+    const orders: string[][] = [];
+    const store = a.ctx.store as unknown as { getKeySet: (id: string) => Promise<unknown> };
+    const read = store.getKeySet.bind(store);
+    store.getKeySet = (id) => {
+      const order = orders[orders.length - 1] as string[];
+      if (!order.includes(id)) order.push(id);
+      return read(id);
+    };
+    for (let pass = 1; pass <= 2; pass++) {
+      const versions = ids.map((id) => a.ctx.keys.ring(id).version);
+      clock.advance(PERIOD_S);
+      orders.push([]);
+      await a.ctx.keys.tick();
+      expect(ids.map((id) => a.ctx.keys.ring(id).version)).toEqual(versions.map((v) => v + 1));
+      expect([...(orders[pass - 1] as string[])].sort()).toEqual([...ids].sort());
+    }
+    expect(orders[0]).not.toEqual(orders[1]);
   });
 
   test("a manual rotation by one service is picked up by the other on its next tick", async () => {
