@@ -97,6 +97,12 @@ export interface OpenContextOptions {
    * changes signing keys: their settings may differ from the server's.
    */
   maintainKeys?: boolean;
+  /**
+   * Load every project's key ring (default true). False: key sets are created where missing,
+   * and no ring is loaded: a server's primary signs nothing, and unsealing every key would only
+   * delay its workers (about 2 ms an RS256 key).
+   */
+  loadKeys?: boolean;
 }
 
 /**
@@ -132,6 +138,8 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
     // A new project's hosts are served once its key ring is loaded: the directory learns of it
     // first (the key service reads its settings there), then the key service loads its keys.
     const projects = new ProjectDirectory(store, instance, projectId, (id) => keys.has(id));
+    // Read before the projects and keys are: a write made meanwhile moves them on, and is read again.
+    const asOf = { seq: store.changeSeqNow?.(), keysSeq: await store.keysChangeSeq() };
     await projects.refresh();
     const keys = new KeyService({
       store,
@@ -162,7 +170,11 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
             }
           : undefined,
     });
-    await keys.loadAll(projects.ids);
+    if (options.loadKeys === false) await keys.createMissing(projects.ids);
+    else {
+      await keys.loadAll(projects.ids);
+      keys.loadedAsOf(asOf);
+    }
     if (maintain) await recordServedSettings(store, config);
     if (config.bootstrapApiKey !== undefined && (await ensureBootstrapApiKey(store, projectId, config.bootstrapApiKey, clock.now()))) {
       logger.info("bootstrap API key registered");

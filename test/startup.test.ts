@@ -66,6 +66,26 @@ describe("openContext", () => {
     });
   });
 
+  test("loadKeys false (a server's primary) creates the sets of projects that have none and loads no ring", async () => {
+    await inTempDir(async (dir) => {
+      const clock = new FakeClock();
+      const settings = settingsIn(dir.path, generateMasterKeyText());
+      const first = await openContext(settings({ TOKENMINT_BASE_DOMAIN: "tm.example.test" }), silentLogger, clock, { maintainKeys: false });
+      const id = (await createProject(first.store, { slug: "p1", name: "P1" }, first.instance, clock.now())).id;
+      await first.store.close();
+
+      const ctx = await openContext(settings({ TOKENMINT_BASE_DOMAIN: "tm.example.test" }), silentLogger, clock, { loadKeys: false });
+      try {
+        for (const projectId of [ctx.projectId, id]) {
+          expect((await ctx.store.getKeySet(projectId))?.keys.map((k) => k.state).sort()).toEqual(["current", "next"]);
+          expect(ctx.keys.has(projectId)).toBe(false);
+        }
+      } finally {
+        await ctx.store.close();
+      }
+    });
+  });
+
   test("refuses data of another major format and leaves it untouched", async () => {
     await inTempDir(async (dir) => {
       const masterKey = generateMasterKeyText();

@@ -54,8 +54,8 @@ export async function servePrimary(config: Config, logger: Logger, clock: Clock)
   try {
     // The one-time start-up (format, project, master key, first keys, bootstrap key) happens
     // here, before any worker opens the data, so workers only ever find it done. The primary
-    // signs nothing: it leaves libcrypto alone until its workers answer.
-    const ctx = await openContext(config, logger, clock, { announceSigners: false, libcrypto: "never" });
+    // signs nothing: it loads no key ring, and leaves libcrypto alone until its workers answer.
+    const ctx = await openContext(config, logger, clock, { announceSigners: false, libcrypto: "never", loadKeys: false });
     const store = ctx.store.description;
     await ctx.store.close();
     return await supervise(config, logger, clock, store, pool);

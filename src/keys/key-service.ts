@@ -206,6 +206,31 @@ export class KeyService {
     if (failure !== undefined) throw failure.error;
   }
 
+  /**
+   * Marks the project directory and every loaded ring as read from data at least as recent as
+   * the store's counters `asOf`, read before them (the change counter, where the store can read
+   * it cheaply, and the counter of project and key-set writes): the first catch-up of `follow`
+   * and the first maintenance pass then read only what was written since, and the sets due. A
+   * server that re-read every project and key set there (as it did with no such mark) held up its
+   * first requests for a fifth of a second with 2,000 projects.
+   */
+  loadedAsOf(asOf: { seq: number | undefined; keysSeq: number }): void {
+    this.#followed = asOf.seq;
+    this.#keysCaughtUp = asOf.keysSeq;
+    this.#quiet = { seq: asOf.keysSeq, at: this.#o.now(), until: this.#dueAt() };
+  }
+
+  /**
+   * Creates the key set of each project of `projectIds` that has none (the default project of a
+   * new instance), loading no ring: what a server's primary, which signs nothing, does before its
+   * workers load them.
+   */
+  async createMissing(projectIds: readonly string[]): Promise<void> {
+    for (const projectId of projectIds) {
+      if ((await this.#o.store.getKeySet(projectId)) === undefined) await this.#createInitial(projectId);
+    }
+  }
+
   /** A first key set for `projectId` (a current and a next key of `alg`), not stored. */
   async newKeySet(projectId: string, alg: SigningAlg): Promise<KeySetRecord> {
     const now = this.#o.now();

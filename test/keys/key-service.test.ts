@@ -652,6 +652,19 @@ describe("KeyService across restarts and processes", () => {
 });
 
 describe("KeyService follow", () => {
+  test("just opened: the first catch-up and the first pass read no project and no key set when none was written or is due", async () => {
+    const { b } = await pairWithProjects(3);
+    const dataDir = b.dataDir;
+    await closeApp(b);
+    const t = await app({ dataDir, masterKey: b.masterKey, clock: b.clock, env: { TOKENMINT_BASE_DOMAIN: "tm.example.test" } });
+    const reads = recordCalls(t, ["getKeySet", "listProjects"]);
+    // The test app wrote its API key since it opened: a catch-up, which finds no project or key set written.
+    await t.ctx.keys.follow();
+    await t.ctx.keys.tick();
+    expect(reads).toEqual([]);
+    expect(t.ctx.projects.ids.filter((id) => t.ctx.keys.has(id))).toHaveLength(4);
+  });
+
   test("nothing written since the last time: no promise, no read but the counter", async () => {
     const t = await app();
     await t.ctx.keys.follow();
