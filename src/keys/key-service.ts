@@ -234,8 +234,7 @@ export class KeyService {
   /** A first key set for `projectId` (a current and a next key of `alg`), not stored. */
   async newKeySet(projectId: string, alg: SigningAlg): Promise<KeySetRecord> {
     const now = this.#o.now();
-    const make = (state: KeyState) => generateSigningKey(projectId, alg, this.#o.masterKey, now, state);
-    const [current, next] = await Promise.all([make("current"), make("next")]);
+    const [current, next] = await Promise.all([this.#generate(projectId, "current", alg, now), this.#generate(projectId, "next", alg, now)]);
     return initialKeySet(projectId, current, next, now);
   }
 
@@ -251,8 +250,9 @@ export class KeyService {
     return winner;
   }
 
-  #generate(projectId: string, state: KeyState): Promise<SigningKeyRecord> {
-    return generateSigningKey(projectId, this.#policy(projectId).signingAlg, this.#o.masterKey, this.#o.now(), state);
+  /** A new key of the project, of its algorithm unless `alg` says otherwise, made now unless `at` says when. */
+  #generate(projectId: string, state: KeyState, alg = this.#policy(projectId).signingAlg, at = this.#o.now()): Promise<SigningKeyRecord> {
+    return generateSigningKey(projectId, alg, this.#o.masterKey, at, state);
   }
 
   async #read(projectId: string): Promise<KeySetRecord> {
