@@ -8,7 +8,7 @@ import { systemClock } from "../src/context.ts";
 import { generateMasterKeyText } from "../src/keys/master-key.ts";
 import { silentLogger } from "../src/logging/logger.ts";
 import { LMDB_FILE } from "../src/store/lmdb/lmdb-store.ts";
-import { DATA_FORMAT, openContext, StartupError } from "../src/startup.ts";
+import { DATA_FORMAT, openContext, StartupError, type OpenContextOptions } from "../src/startup.ts";
 import { createProject } from "../src/core/projects.ts";
 import { AppError } from "../src/errors.ts";
 import { MAX_JWKS_MAX_AGE_S } from "../src/keys/lifecycle.ts";
@@ -42,18 +42,24 @@ describe("openContext", () => {
     });
   });
 
+  /** Data in `dir` with `count` projects beside the default one, none with keys yet; how to open it again, and their ids. */
+  async function projectsWithoutKeys(dir: string, count: number) {
+    const clock = new FakeClock();
+    const settings = settingsIn(dir, generateMasterKeyText());
+    const reopen = (options?: OpenContextOptions) => openContext(settings({ TOKENMINT_BASE_DOMAIN: "tm.example.test" }), silentLogger, clock, options);
+    const first = await reopen({ maintainKeys: false });
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) ids.push((await createProject(first.store, { slug: `p${i}`, name: `P${i}` }, first.instance, clock.now())).id);
+    for (const id of ids) expect(await first.store.getKeySet(id)).toBeUndefined();
+    await first.store.close();
+    return { reopen, ids };
+  }
+
   test("loads the keys of every project at start, creating the sets of projects that have none yet", async () => {
     await inTempDir(async (dir) => {
-      const clock = new FakeClock();
-      const settings = settingsIn(dir.path, generateMasterKeyText());
-      const first = await openContext(settings({ TOKENMINT_BASE_DOMAIN: "tm.example.test" }), silentLogger, clock, { maintainKeys: false });
-      // More projects than are loaded at once, none with keys yet.
-      const ids: string[] = [];
-      for (let i = 0; i < 20; i++) ids.push((await createProject(first.store, { slug: `p${i}`, name: `P${i}` }, first.instance, clock.now())).id);
-      for (const id of ids) expect(await first.store.getKeySet(id)).toBeUndefined();
-      await first.store.close();
-
-      const ctx = await openContext(settings({ TOKENMINT_BASE_DOMAIN: "tm.example.test" }), silentLogger, clock);
+      // More projects than are loaded at once.
+      const { reopen, ids } = await projectsWithoutKeys(dir.path, 20);
+      const ctx = await reopen();
       try {
         for (const id of [ctx.projectId, ...ids]) {
           const stored = await ctx.store.getKeySet(id);
@@ -68,17 +74,12 @@ describe("openContext", () => {
 
   test("loadKeys false (a server's primary) creates the sets of projects that have none and loads no ring", async () => {
     await inTempDir(async (dir) => {
-      const clock = new FakeClock();
-      const settings = settingsIn(dir.path, generateMasterKeyText());
-      const first = await openContext(settings({ TOKENMINT_BASE_DOMAIN: "tm.example.test" }), silentLogger, clock, { maintainKeys: false });
-      const id = (await createProject(first.store, { slug: "p1", name: "P1" }, first.instance, clock.now())).id;
-      await first.store.close();
-
-      const ctx = await openContext(settings({ TOKENMINT_BASE_DOMAIN: "tm.example.test" }), silentLogger, clock, { loadKeys: false });
+      const { reopen, ids } = await projectsWithoutKeys(dir.path, 2);
+      const ctx = await reopen({ loadKeys: false });
       try {
-        for (const projectId of [ctx.projectId, id]) {
-          expect((await ctx.store.getKeySet(projectId))?.keys.map((k) => k.state).sort()).toEqual(["current", "next"]);
-          expect(ctx.keys.has(projectId)).toBe(false);
+        for (const id of [ctx.projectId, ...ids]) {
+          expect((await ctx.store.getKeySet(id))?.keys.map((k) => k.state).sort()).toEqual(["current", "next"]);
+          expect(ctx.keys.has(id)).toBe(false);
         }
       } finally {
         await ctx.store.close();
