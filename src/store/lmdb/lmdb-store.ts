@@ -44,7 +44,7 @@ const PRUNE_IN_PASSING = 16;
 
 /**
  * How many of the latest project and key-set writes the store remembers for `keysChangedSince`
- * (an entry is some 60 bytes). A reader further behind re-reads everything.
+ * (an entry takes some 100 bytes with its key). A reader further behind re-reads everything.
  */
 export const KEYS_LOG_LENGTH = 10_000;
 
