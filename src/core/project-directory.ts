@@ -4,9 +4,9 @@
  * indexed: discovery, JWKS and OAuth requests find their project by the `Host` header without a
  * store read. The issuer of a host comes from the project's configuration, never from the header:
  * a host that names no project is the default project at the public URL, and `X-Forwarded-Host`
- * is never read. `refresh` re-reads the projects (the key service calls it when the data changed,
- * keys/key-service.ts follow, and on its timer), so a project created or changed by another
- * process is served from the next request on. A host is matched to
+ * is never read. `refresh` re-reads the projects, `refreshOnly` those written since (the key
+ * service calls them when the data changed, keys/key-service.ts follow, and on its timer), so a
+ * project created or changed by another process is served from the next request on. A host is matched to
  * its project only once the project can be served (`serves`: its signing keys are loaded); until
  * then the host stays the default project's, as it was before the project existed.
  */
@@ -30,6 +30,7 @@ export class ProjectDirectory {
   readonly #serves: (projectId: string) => boolean;
   #byId = new Map<string, ResolvedProject>();
   #byHost = new Map<string, HostMatch>();
+  readonly #hosts = new WeakMap<ResolvedProject, { own: string; custom: string | undefined }>();
 
   /** `serves` tells whether a project's hosts may be matched yet (startup.ts: its key ring is loaded). */
   constructor(store: Store, instance: InstanceSettings, defaultProjectId: string, serves: (projectId: string) => boolean) {
@@ -42,17 +43,50 @@ export class ProjectDirectory {
   /** Re-reads every project from the store and rebuilds the host index. */
   async refresh(): Promise<void> {
     const byId = new Map<string, ResolvedProject>();
+    for (const record of await this.#store.listProjects()) byId.set(record.id, resolveProject(record, this.#instance, this.#defaultId));
+    this.#index(byId);
+  }
+
+  /**
+   * Re-reads only the projects `ids` (those written since they were last read; one that no longer
+   * exists is dropped) and rebuilds the host index from memory. With 2,000 projects, a full
+   * refresh took 8–18 ms, and every process made one at each project's write.
+   */
+  async refreshOnly(ids: readonly string[]): Promise<void> {
+    const records = await Promise.all(ids.map((id) => this.#store.getProject(id)));
+    // Applied to the directory as it is now, not as it was before the reads: a refresh that ran
+    // meanwhile is kept.
+    const byId = new Map(this.#byId);
+    ids.forEach((id, i) => {
+      const record = records[i];
+      if (record === undefined) byId.delete(id);
+      else byId.set(id, resolveProject(record, this.#instance, this.#defaultId));
+    });
+    this.#index(byId);
+  }
+
+  /** Makes `byId` the directory, with its host index. */
+  #index(byId: Map<string, ResolvedProject>): void {
+    if (!byId.has(this.#defaultId)) throw new Error("the default project is missing from the store");
     const byHost = new Map<string, HostMatch>();
-    for (const record of await this.#store.listProjects()) {
-      const project = resolveProject(record, this.#instance, this.#defaultId);
-      byId.set(project.id, project);
-      if (project.customUrl !== undefined) byHost.set(new URL(project.customUrl).host, { project, url: project.customUrl });
+    for (const project of byId.values()) {
+      const custom = this.#hostsOf(project).custom;
+      if (custom !== undefined && project.customUrl !== undefined) byHost.set(custom, { project, url: project.customUrl });
     }
     // The instance's own hosts last: a custom domain never takes one over (normalizeCustomDomain refuses them).
-    for (const project of byId.values()) byHost.set(new URL(project.url).host, { project, url: project.url });
-    if (!byId.has(this.#defaultId)) throw new Error("the default project is missing from the store");
+    for (const project of byId.values()) byHost.set(this.#hostsOf(project).own, { project, url: project.url });
     this.#byId = byId;
     this.#byHost = byHost;
+  }
+
+  /** The hosts of a project's URLs, parsed once per resolved project. */
+  #hostsOf(project: ResolvedProject): { own: string; custom: string | undefined } {
+    let hosts = this.#hosts.get(project);
+    if (hosts === undefined) {
+      hosts = { own: new URL(project.url).host, custom: project.customUrl === undefined ? undefined : new URL(project.customUrl).host };
+      this.#hosts.set(project, hosts);
+    }
+    return hosts;
   }
 
   /** Ids of every project, the default one included. */

@@ -64,8 +64,12 @@ export interface KeyServiceOptions {
   rotationPeriod: number;
   /** A project's own algorithm and rotation period (read at every use, so a change applies at the next tick). */
   policy?: (projectId: string) => KeyPolicy;
-  /** The projects to keep loaded, asked at every tick: new ones are loaded, vanished ones dropped. */
-  projects?: () => Promise<readonly string[]>;
+  /**
+   * The projects to keep loaded, asked when projects may have been written: new ones are loaded,
+   * vanished ones dropped. `written`, when given, names every project written since the last
+   * call that gave it or none (the rest are as they were).
+   */
+  projects?: (written?: readonly string[]) => Promise<readonly string[]>;
   /** Makes each ring's signer (`serve` logs its plan once). */
   signers: SignerFactory;
   /**
@@ -466,7 +470,7 @@ export class KeyService {
     let caughtUp = true;
     if (changes === undefined || changes.projects.length > 0) {
       try {
-        if (this.#o.projects !== undefined && !(await this.#syncProjects(await this.#o.projects()))) caughtUp = false;
+        if (this.#o.projects !== undefined && !(await this.#syncProjects(await this.#o.projects(changes?.projects)))) caughtUp = false;
       } catch (error) {
         caughtUp = false;
         this.#followFailed("reading the projects failed", error);
@@ -527,7 +531,7 @@ export class KeyService {
       const changes = !steady ? undefined : quiet.seq === seq ? { seq, projects: [], keySets: [] } : await this.#o.store.keysChangedSince(quiet.seq);
       if (changes !== undefined) seq = changes.seq;
       if ((changes === undefined || changes.projects.length > 0) && this.#o.projects !== undefined) {
-        failed = !(await this.#syncProjects(await this.#o.projects()));
+        failed = !(await this.#syncProjects(await this.#o.projects(changes?.projects)));
       }
       // In an order of its own: processes that find the same sets due (the workers of a server,
       // after a stop longer than the rotation period) mostly make different ones, not each the

@@ -598,11 +598,11 @@ describe("KeyService across restarts and processes", () => {
   test("a project's new algorithm, written by another process, gets its next key at the next pass", async () => {
     const { a, b } = await pairWithProjects(2);
     const [first] = extraProjects(a);
-    const reads = recordCalls(b, ["getKeySet", "listProjects"]);
+    const reads = recordCalls(b, ["getKeySet", "listProjects", "getProject"]);
     await a.ctx.store.updateProject(first!, (cur) => ({ ...cur, signingAlg: "EdDSA" }));
     await new Promise<void>((resolve) => setTimeout(resolve, 0));
     await b.ctx.keys.tick();
-    expect(reads).toEqual(["listProjects", "getKeySet"]);
+    expect(reads).toEqual(["getProject", "getKeySet"]);
     expect((await b.ctx.keys.list(first!)).find((k) => k.state === "next")?.alg).toBe("EdDSA");
     expect(JSON.parse(b.ctx.keys.ring(first!).jwksBody).keys.map((k: { alg: string }) => k.alg)).toContain("EdDSA");
   });
@@ -691,10 +691,10 @@ describe("KeyService follow", () => {
     expect(ring(b).kid).not.toBe(revoked);
   });
 
-  test("a catch-up reads only what was written: no project and no key set after other data, one key set after a rotation, the projects after a project's change", async () => {
+  test("a catch-up reads only what was written: no project and no key set after other data, one key set after a rotation, one project after its change", async () => {
     const { a, b } = await pairWithProjects(2);
     const [first, second] = extraProjects(a);
-    const reads = recordCalls(b, ["getKeySet", "listProjects"]);
+    const reads = recordCalls(b, ["getKeySet", "listProjects", "getProject"]);
     await a.ctx.store.createProvider({ id: crypto.randomUUID(), projectId: a.ctx.projectId, name: "p", description: "", createdAt: a.clock.now(), updatedAt: a.clock.now() });
     const caughtUp = b.ctx.keys.follow();
     expect(caughtUp).toBeInstanceOf(Promise);
@@ -707,10 +707,12 @@ describe("KeyService follow", () => {
     expect(b.ctx.keys.ring(second).kid).toBe(a.ctx.keys.ring(second).kid);
 
     reads.length = 0;
-    await a.ctx.store.updateProject(first, (cur) => ({ ...cur, name: "Renamed" }));
+    await a.ctx.store.updateProject(first, (cur) => ({ ...cur, name: "Renamed", customDomain: "auth.first.test" }));
     await b.ctx.keys.follow();
-    expect(reads).toEqual(["listProjects"]);
+    expect(reads).toEqual(["getProject"]);
     expect(b.ctx.projects.get(first).name).toBe("Renamed");
+    expect(b.ctx.projects.resolveHost("auth.first.test").project.id).toBe(first);
+    expect(b.ctx.projects.ids.sort()).toEqual(a.ctx.projects.ids.sort());
   });
 
   test("where the store cannot tell what was written, a catch-up reads every project and key set", async () => {
