@@ -105,6 +105,8 @@ async function run(args: ParsedArgs): Promise<number> {
     cache: command === "serve",
     announceSigners,
     maintainKeys: command === "serve",
+    // A command loads the one key ring it uses, if any, when it uses it.
+    loadKeys: command === "serve",
     libcrypto: command === "serve" ? "deferred" : "now",
   });
   return thenClose(ctx.store, async () => {
