@@ -6,9 +6,9 @@
  * a host that names no project is the default project at the public URL, and `X-Forwarded-Host`
  * is never read. `refresh` re-reads the projects, `refreshOnly` those written since (the key
  * service calls them when the data changed, keys/key-service.ts follow, and on its timer), so a
- * project created or changed by another process is served from the next request on. A host is matched to
- * its project only once the project can be served (`serves`: its signing keys are loaded); until
- * then the host stays the default project's, as it was before the project existed.
+ * project created or changed by another process is served from the next request on. A host is
+ * matched to its project only once the project can be served (`serves`: its signing keys are
+ * loaded); until then the host stays the default project's, as it was before the project existed.
  */
 import { AppError } from "../errors.ts";
 import type { Store } from "../store/store.ts";

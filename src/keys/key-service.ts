@@ -66,8 +66,8 @@ export interface KeyServiceOptions {
   policy?: (projectId: string) => KeyPolicy;
   /**
    * The projects to keep loaded, asked when projects may have been written: new ones are loaded,
-   * vanished ones dropped. `written`, when given, names every project written since the last
-   * call that gave it or none (the rest are as they were).
+   * vanished ones dropped. `written`, when given, names every project written since the
+   * directory last read it: the others need no read.
    */
   projects?: (written?: readonly string[]) => Promise<readonly string[]>;
   /** Makes each ring's signer (`serve` logs its plan once). */
