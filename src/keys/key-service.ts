@@ -456,17 +456,19 @@ export class KeyService {
    * request after each such write. Where the store cannot tell, everything is read.
    */
   async #catchUp(): Promise<boolean> {
+    const since = this.#keysCaughtUp;
     let keysSeq: number;
     let changes: KeysChanges | undefined;
     try {
-      const since = this.#keysCaughtUp;
       changes = since === undefined ? undefined : await this.#o.store.keysChangedSince(since);
       keysSeq = changes?.seq ?? (await this.#o.store.keysChangeSeq());
     } catch (error) {
       this.#followFailed("reading the change counter failed", error);
       return false;
     }
-    if (keysSeq === this.#keysCaughtUp) return true;
+    // Nothing written, as far as the store can tell. When it cannot (a process of an earlier build
+    // wrote, which may not count its writes of keys), everything is read.
+    if (changes !== undefined && changes.seq === since) return true;
     let caughtUp = true;
     if (changes === undefined || changes.projects.length > 0) {
       try {

@@ -6,7 +6,10 @@ import { AppError } from "../../src/errors.ts";
 import { MasterKeyError, generateMasterKeyText } from "../../src/keys/master-key.ts";
 import { silentLogger } from "../../src/logging/logger.ts";
 import { openContext } from "../../src/startup.ts";
-import { openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
+import { join } from "node:path";
+import { open, type RootDatabase } from "lmdb";
+import { key as lmdbKey } from "../../src/store/lmdb/lmdb-keys.ts";
+import { LMDB_FILE, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import { FakeClock, buildTestApp, tempDir, type TestApp, type TestAppOptions } from "../helpers/app.ts";
 
 const PERIOD_S = 3600;
@@ -713,6 +716,28 @@ describe("KeyService follow", () => {
     expect(b.ctx.projects.get(first).name).toBe("Renamed");
     expect(b.ctx.projects.resolveHost("auth.first.test").project.id).toBe(first);
     expect(b.ctx.projects.ids.sort()).toEqual(a.ctx.projects.ids.sort());
+  });
+
+  test("a key revoked by a process of an earlier build, which counts no key writes, is out of the JWKS from the next follow on", async () => {
+    const { a, b } = await followingPair();
+    const revoked = ring(a).kid;
+    const before = await a.ctx.store.keysChangeSeq();
+    await a.ctx.keys.revoke(a.ctx.projectId, revoked);
+    // Made as an earlier build makes it: the change counter moved, and nothing tells of keys.
+    const db = open({ path: join(a.dataDir, LMDB_FILE), encoding: "json", compression: false }) as RootDatabase<unknown, string>;
+    try {
+      await db.transaction(() => {
+        db.removeSync(lmdbKey.keysLog(before + 1));
+        db.putSync(lmdbKey.keysChangeSeq, before);
+        db.putSync(lmdbKey.keysLogged, (db.get(lmdbKey.changeSeq) as number) - 1);
+      });
+    } finally {
+      await db.close();
+    }
+    expect(jwksKids(b)).toContain(revoked);
+    await b.ctx.keys.follow();
+    expect(jwksKids(b)).not.toContain(revoked);
+    expect(ring(b).kid).toBe(ring(a).kid);
   });
 
   test("where the store cannot tell what was written, a catch-up reads every project and key set", async () => {

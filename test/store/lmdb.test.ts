@@ -286,6 +286,37 @@ describe("lmdb store", () => {
       }
     }));
 
+  test("keysChangedSince cannot tell across a write of a process that keeps no log, nor after our next write", () =>
+    withDir(async (path) => {
+      const store = openLmdbStore(path);
+      try {
+        await store.createProject({ id: A, name: "default", createdAt: T0 }, keySetRecord(A, 1));
+        const since = await store.keysChangeSeq();
+        // An earlier build's write: the change counter moves, nothing else does.
+        const db = open({ path: join(path, LMDB_FILE), encoding: "json", compression: false }) as RootDatabase<unknown, string>;
+        try {
+          await db.transaction(() => {
+            db.putSync(key.keySet(A), keySetRecord(A, 2));
+            db.putSync(key.changeSeq, (db.get(key.changeSeq) as number) + 1);
+          });
+        } finally {
+          await db.close();
+        }
+        await nextTurn();
+        expect(await store.keysChangedSince(since)).toBeUndefined();
+        // Our next write, of other data, leaves the unlogged write in the log as unknown.
+        await store.createProvider(providerRecord(A, T0));
+        expect(await store.keysChangedSince(since)).toBeUndefined();
+        const seq = await store.keysChangeSeq();
+        expect(seq).toBe(since + 1);
+        expect(await store.keysChangedSince(seq)).toEqual({ seq, projects: [], keySets: [] });
+        await store.swapKeySet(keySetRecord(A, 3), 2);
+        expect(await store.keysChangedSince(seq)).toEqual({ seq: seq + 1, projects: [], keySets: [A] });
+      } finally {
+        await store.close();
+      }
+    }));
+
   test("used jtis are swept once expired: the file keeps only the unexpired ones, plus one batch at most", () =>
     withDir(async (path) => {
       const store = openLmdbStore(path);

@@ -49,6 +49,11 @@ export const key = {
   changeSeq: "changeseq",
   /** The counter of writes to projects and key sets (Store#keysChangeSeq). */
   keysChangeSeq: "keyschangeseq",
+  /**
+   * The change counter as of the latest counted write of a process that keeps the keys log: when
+   * it is not the change counter, a process that keeps none (an earlier build) wrote since.
+   */
+  keysLogged: "keyslogged",
   /** The write that brought keysChangeSeq to `seq` → what it wrote (KeysLogEntry). */
   keysLog: (seq: number) => `keyslog:${String(seq).padStart(16, "0")}`,
 };

@@ -48,12 +48,11 @@ const PRUNE_IN_PASSING = 16;
  */
 export const KEYS_LOG_LENGTH = 10_000;
 
-/** What one write counted by keysChangeSeq wrote (key.keysLog). */
-interface KeysLogEntry {
-  projectId: string;
-  project: boolean;
-  keySet: boolean;
-}
+/**
+ * What one write counted by keysChangeSeq wrote (key.keysLog); `unknown`: writes of a process
+ * that keeps no log (an earlier build) were found, which may have written any project or key set.
+ */
+type KeysLogEntry = { projectId: string; project: boolean; keySet: boolean } | { unknown: true };
 
 /** File name of the LMDB environment inside the data directory. */
 export const LMDB_FILE = "tokenmint.mdb";
@@ -204,7 +203,13 @@ export class LmdbStore implements Store {
     const committed = this.#db
       .transaction(() => {
         const result = body();
-        if (!uncounted) this.#db.putSync(key.changeSeq, (seq = (this.#get<number>(key.changeSeq) ?? 0) + 1));
+        if (!uncounted) {
+          const before = this.#get<number>(key.changeSeq) ?? 0;
+          // Counted writes since our last one were made by a process that keeps no keys log.
+          if ((this.#get<number>(key.keysLogged) ?? 0) !== before) this.#countKeysChange({ unknown: true });
+          this.#db.putSync(key.changeSeq, (seq = before + 1));
+          this.#db.putSync(key.keysLogged, seq);
+        }
         return result;
       })
       .catch((error: unknown) => commitFailure(error, this.#path));
@@ -302,15 +307,19 @@ export class LmdbStore implements Store {
   }
 
   async keysChangedSince(since: number): Promise<KeysChanges | undefined> {
-    // Both reads are synchronous: they share one snapshot.
+    // Every read is synchronous: they share one snapshot.
     const seq = this.#get<number>(key.keysChangeSeq) ?? 0;
     if (!Number.isSafeInteger(since) || since > seq || seq - since > KEYS_LOG_LENGTH) return undefined;
+    // The last counted write was made by a process that keeps no log.
+    if ((this.#get<number>(key.keysLogged) ?? 0) !== (this.#get<number>(key.changeSeq) ?? 0)) return undefined;
     const entries = this.#range<KeysLogEntry>(key.keysLog(since + 1), key.keysLog(seq + 1));
-    // A counted write without an entry (a process of an earlier build made it): the log cannot tell.
+    // A write counted without an entry (a process of the build before the log made it), or found
+    // unlogged writes before it: the log cannot tell.
     if (entries.length !== seq - since) return undefined;
     const projects = new Set<string>();
     const keySets = new Set<string>();
     for (const entry of entries) {
+      if ("unknown" in entry) return undefined;
       if (entry.project) projects.add(entry.projectId);
       if (entry.keySet) keySets.add(entry.projectId);
     }
