@@ -130,14 +130,15 @@ export class KeyService {
   /** The pass asked for while one ran: it starts when that one ends. */
   #tickAfter: Promise<void> | undefined;
   /**
-   * Set by a full pass that went without a failure: the store's counter of project and key-set
-   * writes read before it, when it was set, and the time the first loaded set is due for
-   * maintenance. Until the counter moves, that time comes or the clock goes back, a tick is skipped.
+   * Set by a pass that went without a failure (or by `loadedAsOf`): the store's counter of
+   * project and key-set writes read before it, when it was set, and the time the first loaded set
+   * is due for maintenance. Until the counter moves, that time comes or the clock goes back, a
+   * tick is skipped; after, the next pass looks only at what was written since and what is due.
    */
   #quiet: { seq: number; at: number; until: number } | undefined;
   /** The change counter the directory and the rings were last brought up to by `follow`. */
   #followed: number | undefined;
-  /** The counter of project and key-set writes as of the last complete catch-up: while it stays, a catch-up reads nothing more. */
+  /** The counter of project and key-set writes as of the last complete catch-up: the next one reads only what was written after it. */
   #keysCaughtUp: number | undefined;
   /** The catch-up `follow` runs now, and the counter it brings them up to. */
   #catchingUp: { seq: number; done: Promise<void> } | undefined;
@@ -470,13 +471,11 @@ export class KeyService {
     // wrote, which may not count its writes of keys), everything is read.
     if (changes !== undefined && changes.seq === since) return true;
     let caughtUp = true;
-    if (changes === undefined || changes.projects.length > 0) {
-      try {
-        if (this.#o.projects !== undefined && !(await this.#syncProjects(await this.#o.projects(changes?.projects)))) caughtUp = false;
-      } catch (error) {
-        caughtUp = false;
-        this.#followFailed("reading the projects failed", error);
-      }
+    try {
+      if (!(await this.#syncWritten(changes))) caughtUp = false;
+    } catch (error) {
+      caughtUp = false;
+      this.#followFailed("reading the projects failed", error);
     }
     // A project loaded just now read its key set then; one not loaded is read when it is.
     for (const projectId of changes?.keySets ?? this.#loaded.keys()) {
@@ -532,9 +531,7 @@ export class KeyService {
       // After a pass that went well, only what was written since and what is due needs a look.
       const changes = !steady ? undefined : quiet.seq === seq ? { seq, projects: [], keySets: [] } : await this.#o.store.keysChangedSince(quiet.seq);
       if (changes !== undefined) seq = changes.seq;
-      if ((changes === undefined || changes.projects.length > 0) && this.#o.projects !== undefined) {
-        failed = !(await this.#syncProjects(await this.#o.projects(changes?.projects)));
-      }
+      failed = !(await this.#syncWritten(changes));
       // In an order of its own: processes that find the same sets due (the workers of a server,
       // after a stop longer than the rotation period) mostly make different ones, not each the
       // key of every rotation, of which only one can be stored.
@@ -605,6 +602,16 @@ export class KeyService {
     }
     if (keysByState(set).next.alg !== policy.signingAlg || aheadOfClock(set, this.#o.now()) > 0) return this.#o.now();
     return Math.min(this.#nextRotation(projectId, set) ?? Number.POSITIVE_INFINITY, nextPruneAt(set) ?? Number.POSITIVE_INFINITY);
+  }
+
+  /**
+   * Brings the project directory up to the data and loads or drops projects accordingly: every
+   * project when `changes` is undefined, those it names as written otherwise (none: nothing to
+   * do). False if a project failed to load; throws when the projects cannot be read.
+   */
+  async #syncWritten(changes: KeysChanges | undefined): Promise<boolean> {
+    if (this.#o.projects === undefined || (changes !== undefined && changes.projects.length === 0)) return true;
+    return this.#syncProjects(await this.#o.projects(changes?.projects));
   }
 
   /** Loads projects created meanwhile and drops deleted ones; false if a project failed to load. */
