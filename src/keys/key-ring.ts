@@ -4,6 +4,12 @@
  * public JWKS document with its ETag, computed once per key-set version. Discovery answers and
  * token signing read only this; no store access per request. The signing code itself comes from
  * signers/factory.ts (libcrypto for RS256 when it works, else the runtime's own).
+ *
+ * The public part is made at once; the signer (the current key unsealed and parsed) when it is
+ * first needed, or at once by `build`. A ring rebuilt because another process changed the set
+ * (`KeyRing.of`) makes its signer at its first signature: a process catching up with many
+ * rotations made elsewhere reads and publishes them without unsealing each key before its next
+ * answer (an RS256 signer takes a few milliseconds to make).
  */
 import { hash } from "node:crypto";
 import { base64url, type JWK } from "jose";
@@ -39,17 +45,23 @@ export class KeyRing implements Signer {
   readonly jwksEtag: string;
   /** Algorithms of every published key. */
   readonly algs: readonly SigningAlg[];
-  #signer: RawSigner;
+  /** The signer, once made. */
+  #signer: RawSigner | undefined;
+  /** Makes the signer; the one making it now, shared by every signature that waits for it. */
+  #make: () => Promise<RawSigner>;
+  #making: Promise<RawSigner> | undefined;
   #headers: Readonly<Record<TokenTyp, string>>;
 
-  private constructor(set: KeySetRecord, signer: RawSigner, jwksBody: string, jwksEtag: string) {
+  private constructor(set: KeySetRecord, make: () => Promise<RawSigner>) {
     const { current } = keysByState(set);
     this.version = set.version;
     this.kid = current.kid;
     this.alg = current.alg;
-    this.#signer = signer;
-    this.jwksBody = jwksBody;
-    this.jwksEtag = jwksEtag;
+    this.#make = make;
+    const keys = [...set.keys].sort(byLifecycleOrder).map((k) => k.publicJwk);
+    this.jwksBody = JSON.stringify({ keys });
+    // Synchronous: an asynchronous digest's round trip costs more than hashing a JWKS (a start-up builds one ring per project).
+    this.jwksEtag = `"${base64url.encode(hash("sha256", this.jwksBody, "buffer").subarray(0, 16))}"`;
     this.algs = [...new Set(set.keys.map((k) => k.alg))];
     // Header segments depend only on the key, so they are encoded once.
     this.#headers = {
@@ -58,31 +70,54 @@ export class KeyRing implements Signer {
     };
   }
 
-  /** Where this ring's signatures are computed. */
-  get signerKind(): SignerKind {
-    return this.#signer.kind;
+  /** Where this ring's signatures are computed; undefined until its signer is made. */
+  get signerKind(): SignerKind | undefined {
+    return this.#signer?.kind;
   }
 
   /**
-   * Unseals the current key of `set`, makes its signer with `signers` and prepares the JWKS.
-   * Throws if the master key is wrong.
+   * The ring of `set` with its JWKS prepared; the current key is unsealed and its signer made
+   * with `signers` at the first signature (or `ready`). A failure there fails that signature, and
+   * the next one tries again.
+   */
+  static of(set: KeySetRecord, masterKey: CryptoKey, signers: SignerFactory): KeyRing {
+    const { current } = keysByState(set);
+    return new KeyRing(set, async () => {
+      const privateJwk = JSON.parse(await unseal(masterKey, current.sealedPrivateJwk, privateKeyAad(set.projectId, current.kid))) as JWK;
+      return signers.create(current.alg, privateJwk);
+    });
+  }
+
+  /**
+   * `of`, with the signer made before it resolves: throws if the current key cannot be unsealed
+   * (a wrong master key).
    */
   static async build(set: KeySetRecord, masterKey: CryptoKey, signers: SignerFactory): Promise<KeyRing> {
-    const { current } = keysByState(set);
-    const privateJwk = JSON.parse(await unseal(masterKey, current.sealedPrivateJwk, privateKeyAad(set.projectId, current.kid))) as JWK;
-    const signer = await signers.create(current.alg, privateJwk);
-    const keys = [...set.keys].sort(byLifecycleOrder).map((k) => k.publicJwk);
-    const jwksBody = JSON.stringify({ keys });
-    // Synchronous: an asynchronous digest's round trip costs more than hashing a JWKS (a start-up builds one ring per project).
-    const digest = hash("sha256", jwksBody, "buffer");
-    return new KeyRing(set, signer, jwksBody, `"${base64url.encode(digest.subarray(0, 16))}"`);
+    const ring = KeyRing.of(set, masterKey, signers);
+    await ring.ready();
+    return ring;
+  }
+
+  /** The signer, made now if it is not yet. */
+  ready(): Promise<RawSigner> {
+    if (this.#making !== undefined) return this.#making;
+    const making = this.#make().then(
+      (signer) => (this.#signer = signer),
+      (error: unknown) => {
+        this.#making = undefined;
+        throw error;
+      },
+    );
+    this.#making = making;
+    return making;
   }
 
   async sign(typ: TokenTyp, claims: Record<string, unknown>): Promise<string> {
+    const signer = this.#signer ?? (await this.ready());
     const input = `${this.#headers[typ]}.${b64json(claims)}`;
     // Signatures asked for in one turn of the loop are made together at its end (runtime/end-of-turn.ts).
     const bytes = encoder.encode(input);
-    const signature = await atEndOfTurn(() => this.#signer.sign(bytes));
+    const signature = await atEndOfTurn(() => signer.sign(bytes));
     return `${input}.${base64url.encode(signature)}`;
   }
 }

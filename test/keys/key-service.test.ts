@@ -694,6 +694,23 @@ describe("KeyService follow", () => {
     expect(ring(b).kid).not.toBe(revoked);
   });
 
+  test("a ring caught up from another service's rotation makes its signer at its first signature; the tokens carry the new kid and verify against the JWKS served", async () => {
+    const { a, b, clock } = await followingPair();
+    clock.advance(MAX_AGE_S);
+    await a.ctx.keys.rotate(a.ctx.projectId);
+    await b.ctx.keys.follow();
+    const caughtUp = ring(b);
+    expect(caughtUp.kid).toBe(ring(a).kid);
+    expect(caughtUp.signerKind).toBeUndefined();
+    const tokens = await Promise.all([caughtUp.sign("at+jwt", { sub: "one" }), caughtUp.sign("at+jwt", { sub: "two" })]);
+    expect(caughtUp.signerKind).toBe("node-sync");
+    for (const [i, token] of tokens.entries()) {
+      const { payload, protectedHeader } = await jwtVerify(token, createLocalJWKSet(jwks(b)));
+      expect(protectedHeader).toEqual({ alg: "ES256", kid: ring(a).kid, typ: "at+jwt" });
+      expect(payload.sub).toBe(i === 0 ? "one" : "two");
+    }
+  });
+
   test("a catch-up reads only what was written: no project and no key set after other data, one key set after a rotation, one project after its change", async () => {
     const { a, b } = await pairWithProjects(2);
     const [first, second] = extraProjects(a);
