@@ -10,7 +10,7 @@
  * 15 ms. A server defers them (`deferLibcrypto`): its RS256 keys sign with the built-in signer,
  * which gives the very same bytes, until it calls `handOver` once it listens.
  */
-import type { KeyObject } from "node:crypto";
+import { createPublicKey, type KeyObject, verify } from "node:crypto";
 import type { JWK } from "jose";
 import { SIGNING_ALGS, type SignerMode, type SigningAlg } from "../../config/schema.ts";
 import type { Logger } from "../../logging/logger.ts";
@@ -45,8 +45,6 @@ export interface SignerPlan {
   /** Why RS256 uses the built-in signer in mode `auto`. */
   libcryptoUnavailable?: string;
 }
-
-const equalBytes = (a: Uint8Array, b: Uint8Array) => a.byteLength === b.byteLength && a.every((byte, i) => byte === b[i]);
 
 /** An RS256 signer that signs with the built-in signer until libcrypto's takes over. */
 class HandOverSigner implements RawSigner {
@@ -134,8 +132,11 @@ export class SignerFactory {
     try {
       const der = new Uint8Array(key.export({ type: "pkcs8", format: "der" }));
       const signer = await libcryptoRsaSigner(der, name);
-      // PKCS#1 v1.5 is deterministic: both must give the very same bytes, or libcrypto is not used.
-      if (!equalBytes(await signer.sign(CHECK_INPUT), await builtin.sign(CHECK_INPUT))) {
+      // It must give the very bytes the built-in signer gives, or libcrypto is not used. An
+      // RSASSA-PKCS1-v1_5 signature that verifies is the only one there is for its key and input
+      // (RSA is a permutation), so verifying it tells, at about a thirtieth of the cost of making
+      // the built-in signature to compare.
+      if (!verify("sha256", CHECK_INPUT, createPublicKey(key), await signer.sign(CHECK_INPUT))) {
         signer.dispose();
         throw new Error("its signature differs from the built-in signer's");
       }
