@@ -74,6 +74,33 @@ describe("seal and unseal", () => {
   });
 });
 
+describe("unsealing through node:crypto and through WebCrypto", () => {
+  test("a key imported straight through WebCrypto (unsealed there) and importMasterKey's (unsealed through node:crypto) agree on every value, and refuse the same ones", async () => {
+    const key = await importMasterKey(rawKey(3));
+    const webOnly = await crypto.subtle.importKey("raw", rawKey(3), { name: "AES-GCM" }, false, ["encrypt", "decrypt"]);
+    for (const plaintext of ["", "x", PLAINTEXT, "é→𝄞".repeat(300)]) {
+      const sealed = await seal(key, plaintext, AAD);
+      expect(await unseal(key, sealed, AAD)).toBe(plaintext);
+      expect(await unseal(webOnly, sealed, AAD)).toBe(plaintext);
+      expect(await unseal(key, await seal(webOnly, plaintext, AAD), AAD)).toBe(plaintext);
+    }
+    const sealed = await seal(key, PLAINTEXT, AAD);
+    const bytes = base64url.decode(sealed);
+    const refused = [
+      ...[0, 11, 12, -17, -1].map((index) => ({ value: flipByte(sealed, index), aad: AAD })),
+      { value: sealed, aad: privateKeyAad("project-1", "kid-2") },
+      { value: base64url.encode(bytes.subarray(0, bytes.length - 1)), aad: AAD },
+      { value: base64url.encode(bytes.subarray(0, 27)), aad: AAD },
+      { value: "", aad: AAD },
+    ];
+    for (const { value, aad } of refused) {
+      await expect(unseal(key, value, aad)).rejects.toThrow();
+      await expect(unseal(webOnly, value, aad)).rejects.toThrow();
+    }
+    await expect(unseal(await importMasterKey(rawKey(4)), sealed, AAD)).rejects.toThrow();
+  });
+});
+
 describe("master key check", () => {
   test("verifies with the key that made it, not with another", async () => {
     const right = await importMasterKey(rawKey(7));
