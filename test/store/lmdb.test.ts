@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { open } from "lmdb";
-import { CHANGES_FILE, KEYS_LOG_LENGTH, LMDB_FILE, LmdbStore, openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
+import { CHANGES_FILE, KEYS_LOG_LENGTH, LMDB_FILE, LmdbStore, ROOM_NEEDED, ROOM_TARGET, openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import type { RootDatabase } from "lmdb";
 import { key } from "../../src/store/lmdb/lmdb-keys.ts";
 import { tempDir } from "../helpers/app.ts";
@@ -135,6 +135,29 @@ describe("lmdb store", () => {
       expect(await second.getKeySet(A)).toEqual(keySetRecord(A, 1));
       expect(await second.isTokenRevoked(A, "jti-1", T0)).toBe(true);
       await second.close();
+    }));
+
+  test("a write leaves the data file ROOM_NEEDED bytes or more beyond its data, written, and a backup does not carry them", () =>
+    withDir(async (path) => {
+      const store = openLmdbStore(path);
+      const data = join(path, LMDB_FILE);
+      try {
+        const fresh = statSync(data).size;
+        await store.initMeta("format", 1);
+        const kept = statSync(data);
+        expect(kept.size).toBeGreaterThanOrEqual(fresh + ROOM_NEEDED);
+        expect(kept.size).toBeLessThanOrEqual(fresh + ROOM_TARGET + 64 * 1024);
+        // Written zeros take disk blocks, where a truncated file would keep a hole.
+        expect(kept.blocks * 512).toBeGreaterThanOrEqual(ROOM_NEEDED);
+        // Writes within the room do not extend the file.
+        for (let i = 0; i < 20; i++) await store.createProvider(providerRecord(A, T0 + i, `p${i}`));
+        expect(statSync(data).size).toBe(kept.size);
+        const file = join(path, "snapshot");
+        await store.backup(file);
+        expect(statSync(file).size).toBeLessThan(ROOM_NEEDED);
+      } finally {
+        await store.close();
+      }
     }));
 
   test("two instances on one directory see each other's writes from their next turn", () =>

@@ -14,7 +14,7 @@
  * `backup` copies the environment from one read snapshot; `openLmdbFileReadOnly` reads a data
  * file or a backup without changing it.
  */
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync, truncateSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, statSync, statfsSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
 import {
@@ -58,6 +58,42 @@ type KeysLogEntry = { projectId: string; project: boolean; keySet: boolean } | {
 export const LMDB_FILE = "tokenmint.mdb";
 
 /**
+ * Room on disk kept beyond the data's last page, so that lmdb does not meet a full disk while it
+ * commits. When a write of its file fails, lmdb 3.5 formats the reason into a buffer too small for
+ * it, which corrupts the process's memory (it may crash then or at any time after), and a commit
+ * that failed never lets the data close. So each write transaction first makes sure, under lmdb's
+ * write lock, that the file holds ROOM_NEEDED bytes written beyond its last committed page,
+ * extending it with zeros towards ROOM_TARGET when it does not. Where the disk cannot give that
+ * room, the write is `unavailable` before lmdb writes anything, and the process goes on unharmed.
+ * The zeros never take the disk's last ROOM_SPARE bytes: the files beside the data (lmdb's lock
+ * file, mapped into memory, where a page the disk cannot give kills the process) need them. (On a
+ * copy-on-write filesystem, btrfs or ZFS, bytes written once promise nothing for the next write:
+ * there a full disk still reaches lmdb.)
+ */
+export const ROOM_NEEDED = 1 << 20;
+export const ROOM_TARGET = 4 << 20;
+export const ROOM_SPARE = 256 << 10;
+/** Zeros written at a time when the room is extended. */
+const ZEROS = new Uint8Array(64 * 1024);
+
+/** What keeps the room: the data file, open for writing, its page size and its size as last seen (it only grows). */
+interface Room {
+  fd: number;
+  pageSize: number;
+  size: number;
+  /** lmdb's environment, which tells where the committed data ends. */
+  env: { info(): { lastPageNumber: number } };
+}
+
+/** The room keeper of an environment just opened; undefined where lmdb does not tell where its data ends. */
+function roomOf(db: RootDatabase<unknown, string>, path: string): Room | undefined {
+  const env = (db as unknown as { env?: Partial<Room["env"]> }).env;
+  if (typeof env?.info !== "function") return undefined;
+  const fd = openSync(path, "r+");
+  return { fd, pageSize: (db.getStats() as { pageSize: number }).pageSize, size: fstatSync(fd).size, env: env as Room["env"] };
+}
+
+/**
  * File beside the data file where each counted commit announces its change counter, for
  * `changeSeqNow`: eight bytes, mapped shared by every process on the data. Only a hint: the
  * counter itself is in the data.
@@ -74,8 +110,15 @@ function openAnnouncements(path: string): Float64Array | undefined {
   const mmap = (globalThis as { Bun?: { mmap?: MMap } }).Bun?.mmap;
   if (mmap === undefined) return undefined;
   try {
-    closeSync(openSync(path, "a", 0o600));
-    if (statSync(path).size < 8) truncateSync(path, 8);
+    // Written, not truncated to size: a page of a file with a hole is only found missing on a
+    // full disk when the map is written, which kills the process (SIGBUS).
+    const fd = openSync(path, "a", 0o600);
+    try {
+      const size = fstatSync(fd).size;
+      if (size < 8) writeSync(fd, new Uint8Array(8 - size));
+    } finally {
+      closeSync(fd);
+    }
     const bytes = mmap(path, { shared: true });
     return new Float64Array(bytes.buffer, bytes.byteOffset, 1);
   } catch {
@@ -143,7 +186,7 @@ export function openLmdbStore(dataDir: string): LmdbStore {
       // Not ours to change (another user's file): left as it is.
     }
   }
-  return new LmdbStore(db, path, false, openAnnouncements(join(dataDir, CHANGES_FILE)));
+  return new LmdbStore(db, path, false, openAnnouncements(join(dataDir, CHANGES_FILE)), roomOf(db, path));
 }
 
 /**
@@ -182,26 +225,31 @@ export class LmdbStore implements Store {
   /** The announcement `changeSeqNow` last acted on, and the counter it read then from the data. */
   #lastAnnouncement = Number.NaN;
   #lastSeq = 0;
+  /** Keeps the room lmdb's commits need on disk (ROOM_NEEDED); undefined for a read-only store. */
+  readonly #room: Room | undefined;
 
-  constructor(db: RootDatabase<unknown, string>, path: string, readOnly: boolean, announced?: Float64Array) {
+  constructor(db: RootDatabase<unknown, string>, path: string, readOnly: boolean, announced?: Float64Array, room?: Room) {
     this.#db = db;
     this.#path = path;
     this.#readOnly = readOnly;
     this.#announced = announced;
+    this.#room = room;
     this.description = `lmdb ${path}${readOnly ? " (read-only)" : ""}`;
   }
 
   /**
    * A write transaction; a read-only store refuses it. Unless told it is `uncounted` (data no
    * process keeps in memory), it bumps the change counter in the same transaction, so such a
-   * write (of any process) is seen by `changeSeq`; a body that throws aborts both. A commit that
-   * fails (a full disk) is `unavailable` with its reason (commitFailure), and nothing of it is kept.
+   * write (of any process) is seen by `changeSeq`; a body that throws aborts both. A disk without
+   * the room a commit needs (`#makeRoom`) refuses it before anything is written; a commit that
+   * fails all the same is `unavailable` with its reason (commitFailure), and nothing of it is kept.
    */
   #write<T>(body: () => T, uncounted = false): Promise<T> {
     if (this.#readOnly) return Promise.reject(new StoreError("unavailable", "the store is open read-only"));
     let seq: number | undefined;
     const committed = this.#db
       .transaction(() => {
+        this.#makeRoom();
         const result = body();
         if (!uncounted) {
           const before = this.#get<number>(key.changeSeq) ?? 0;
@@ -219,6 +267,49 @@ export class LmdbStore implements Store {
       if (seq !== undefined && this.#announced !== undefined) this.#announced[0] = seq;
       return result;
     });
+  }
+
+  /**
+   * Makes sure the data file holds ROOM_NEEDED bytes beyond the last committed page, extending it
+   * with zeros up to ROOM_TARGET when it does not (never into the disk's last ROOM_SPARE bytes);
+   * throws `unavailable` when the disk cannot give ROOM_NEEDED. Runs inside the write
+   * transaction: no other process commits meanwhile, so the file's end is past every page
+   * written, and zeros go only where no page is yet.
+   */
+  #makeRoom(): void {
+    const room = this.#room;
+    if (room === undefined) return;
+    const end = (room.env.info().lastPageNumber + 1) * room.pageSize;
+    if (room.size - end >= ROOM_NEEDED) return;
+    // Another process may have extended it since.
+    room.size = Math.max(room.size, fstatSync(room.fd).size);
+    if (room.size - end >= ROOM_NEEDED) return;
+    const before = room.size;
+    const disk = statfsSync(this.#path);
+    const goal = Math.min(end + ROOM_TARGET, room.size + disk.bavail * disk.bsize - ROOM_SPARE);
+    let failure: NodeJS.ErrnoException | undefined;
+    if (goal - end >= ROOM_NEEDED) {
+      while (room.size < goal) {
+        try {
+          const written = writeSync(room.fd, ZEROS, 0, Math.min(ZEROS.byteLength, goal - room.size), room.size);
+          if (written === 0) break;
+          room.size += written;
+        } catch (error) {
+          failure = error as NodeJS.ErrnoException;
+          break;
+        }
+      }
+      if (room.size - end >= ROOM_NEEDED) return;
+      // Not enough after all: what was taken goes back to the disk.
+      try {
+        ftruncateSync(room.fd, before);
+        room.size = before;
+      } catch {
+        // Kept: zeros beyond the data do no harm.
+      }
+    }
+    const why = failure === undefined || failure.code === "ENOSPC" ? "no space left on device" : failure.message.replace(/, write$/, "");
+    throw new StoreError("unavailable", `cannot write ${this.#path}: ${why} (each write needs ${ROOM_NEEDED >> 20} MiB free beyond the data)`);
   }
 
   /** Reads go through `#get` and `#range`: a damaged data file is `unavailable` (damageFailure). */
@@ -655,6 +746,7 @@ export class LmdbStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    if (this.#room !== undefined) closeSync(this.#room.fd);
     if (!(await finishesWithin(this.#db.close(), CLOSE_TIMEOUT_MS))) {
       throw new StoreError("unavailable", `${this.#path} did not close within ${CLOSE_TIMEOUT_MS / 1000} s: lmdb still waits for a write it could not make (a full disk does this)`);
     }
