@@ -8,7 +8,7 @@
  * Mounting needs root: where this process cannot mount a tmpfs, the test is skipped.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmdirSync, statfsSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmdirSync, statSync, statfsSync, truncateSync, unlinkSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ERROR_TABLE } from "../../src/errors.ts";
@@ -111,11 +111,18 @@ describe.each([1, 2])("a full disk, %i worker(s)", (workers) => {
         expect(cli.code).toBe(1);
         expect(cli.stderrLines.at(-1)).toStartWith(`tokenmint: cannot write ${join(dataDir, LMDB_FILE)}: `);
 
-        // A server started on new data on the disk, the filler gone, says which write failed.
-        unlinkSync(filler);
-        const fresh = await runTokenmint(["serve"], { ...server.env, TOKENMINT_DATA_DIR: join(disk, "fresh") }, 20_000);
+        // A server started on new data says which write failed: with 8 KiB free, before lmdb
+        // creates its files (a page of its mapped lock file the disk cannot give would kill the
+        // process); with the filler gone, at its first write, which cannot keep its room.
+        const freshDir = join(disk, "fresh");
+        truncateSync(filler, statSync(filler).size - 8192);
+        const fresh = await runTokenmint(["serve"], { ...server.env, TOKENMINT_DATA_DIR: freshDir }, 20_000);
         expect(fresh.code).toBe(1);
-        expect(fresh.stderrLines.at(-1)).toStartWith(`tokenmint: cannot write ${join(disk, "fresh")}/`);
+        expect(fresh.stderrLines.at(-1)).toStartWith(`tokenmint: cannot open the data directory ${freshDir}: cannot write ${join(freshDir, LMDB_FILE)}: no space left on device (`);
+        unlinkSync(filler);
+        const roomless = await runTokenmint(["serve"], { ...server.env, TOKENMINT_DATA_DIR: freshDir }, 20_000);
+        expect(roomless.code).toBe(1);
+        expect(roomless.stderrLines.at(-1)).toContain(`cannot write ${join(freshDir, LMDB_FILE)}: no space left on device (each write needs 1 MiB free beyond the data)`);
 
         // With room again, every answered write is there and new ones are taken.
         expect(mount(disk, "8m", true)).toBe(true);

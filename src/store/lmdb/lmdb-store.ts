@@ -15,7 +15,7 @@
  * file or a backup without changing it.
  */
 import { chmodSync, closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, statSync, statfsSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
 import {
   StoreError,
@@ -166,6 +166,22 @@ export function dataFileExists(path: string): boolean {
 }
 
 /**
+ * Refuses to let lmdb create `path` (its data or lock file) on a disk without ROOM_SPARE bytes
+ * free: lmdb maps its new lock file into memory, where a page the disk cannot give kills the
+ * process (SIGBUS), and a failed write of a new data file's first pages corrupts its memory.
+ */
+function needSpareFor(path: string): void {
+  let free: number;
+  try {
+    const disk = statfsSync(dirname(path));
+    free = disk.bavail * disk.bsize;
+  } catch {
+    return; // Not told: lmdb says what is wrong.
+  }
+  if (free < ROOM_SPARE) throw new StoreError("unavailable", `cannot write ${path}: no space left on device (${free} bytes free)`);
+}
+
+/**
  * Opens (creating if needed) the LMDB store in `dataDir`. An existing data file is checked first
  * (lmdb-file.ts lmdbFileProblem): a damaged one is `unavailable`, never a crash of the process.
  */
@@ -176,6 +192,7 @@ export function openLmdbStore(dataDir: string): LmdbStore {
     const problem = lmdbFileProblem(path);
     if (problem !== undefined) throw new StoreError("unavailable", `${path} ${problem}`);
   }
+  if (!existsSync(path) || !existsSync(`${path}-lock`)) needSpareFor(path);
   const db = open({ path, encoding: "json", compression: false }) as RootDatabase<unknown, string>;
   // LMDB creates its files 0644: the data (names, audiences, sealed keys) is the owner's alone,
   // even in a data directory others may list.
@@ -202,6 +219,7 @@ export function openLmdbFileReadOnly(path: string): LmdbStore {
   if (problem !== undefined) throw new StoreError("unavailable", `${path} ${problem}`);
   const lockFile = `${path}-lock`;
   const hadLock = existsSync(lockFile);
+  if (!hadLock) needSpareFor(lockFile);
   const db = open({ path, encoding: "json", compression: false, readOnly: true, noSubdir: true }) as RootDatabase<unknown, string>;
   // A lock file LMDB has just added gets the data file's mode, as openLmdbStore gives it.
   if (!hadLock) {
