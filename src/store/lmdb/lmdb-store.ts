@@ -76,7 +76,7 @@ export const ROOM_SPARE = 256 << 10;
 /** Zeros written at a time when the room is extended. */
 const ZEROS = new Uint8Array(64 * 1024);
 
-/** What keeps the room: the data file, open for writing, its page size and its size as last seen (it only grows). */
+/** What keeps the room: the data file, open for writing, its page size and its size as last seen. */
 interface Room {
   fd: number;
   pageSize: number;
@@ -165,19 +165,23 @@ export function dataFileExists(path: string): boolean {
   }
 }
 
+/** Bytes free to this process on the disk of `path`; Infinity where the system does not tell (the writes then do). */
+function freeBytes(path: string): number {
+  try {
+    const disk = statfsSync(path);
+    return disk.bavail * disk.bsize;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
+
 /**
  * Refuses to let lmdb create `path` (its data or lock file) on a disk without ROOM_SPARE bytes
  * free: lmdb maps its new lock file into memory, where a page the disk cannot give kills the
  * process (SIGBUS), and a failed write of a new data file's first pages corrupts its memory.
  */
 function needSpareFor(path: string): void {
-  let free: number;
-  try {
-    const disk = statfsSync(dirname(path));
-    free = disk.bavail * disk.bsize;
-  } catch {
-    return; // Not told: lmdb says what is wrong.
-  }
+  const free = freeBytes(dirname(path));
   if (free < ROOM_SPARE) throw new StoreError("unavailable", `cannot write ${path}: no space left on device (${free} bytes free)`);
 }
 
@@ -303,8 +307,7 @@ export class LmdbStore implements Store {
     room.size = Math.max(room.size, fstatSync(room.fd).size);
     if (room.size - end >= ROOM_NEEDED) return;
     const before = room.size;
-    const disk = statfsSync(this.#path);
-    const goal = Math.min(end + ROOM_TARGET, room.size + disk.bavail * disk.bsize - ROOM_SPARE);
+    const goal = Math.min(end + ROOM_TARGET, room.size + freeBytes(this.#path) - ROOM_SPARE);
     let failure: NodeJS.ErrnoException | undefined;
     if (goal - end >= ROOM_NEEDED) {
       while (room.size < goal) {
@@ -326,7 +329,7 @@ export class LmdbStore implements Store {
         // Kept: zeros beyond the data do no harm.
       }
     }
-    const why = failure === undefined || failure.code === "ENOSPC" ? "no space left on device" : failure.message.replace(/, write$/, "");
+    const why = failure === undefined || failure.code === "ENOSPC" ? "no space left on device" : failure.message.replace(/^E[A-Z]+: /, "").replace(/, write$/, "");
     throw new StoreError("unavailable", `cannot write ${this.#path}: ${why} (each write needs ${ROOM_NEEDED >> 20} MiB free beyond the data)`);
   }
 
