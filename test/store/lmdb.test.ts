@@ -548,3 +548,30 @@ describe("lmdb store: a data file LMDB finds damaged", () => {
     expect(await failure(failingStore(plain).createProvider(providerRecord(A, T0)))).toBe(plain);
   });
 });
+
+/**
+ * Where lmdb itself fails a commit (a full disk on a copy-on-write filesystem, a disk error; the
+ * room the store keeps prevents it on a full disk elsewhere), and a close that then never ends.
+ */
+describe("lmdb store: a commit lmdb fails", () => {
+  const PATH = "/data/tokenmint.mdb";
+  const storeOver = (db: object) => new LmdbStore(db as unknown as RootDatabase<unknown, string>, PATH, false);
+
+  test("is unavailable with lmdb's reason, naming the file", async () => {
+    // lmdb rejects the write with a generic error; the reason comes from its commitError.
+    const commitError = Promise.reject(new Error("No space left on device: Attempting to write page at position 4096"));
+    const store = storeOver({ transaction: () => Promise.reject(Object.assign(new Error("Commit failed (see commitError for details)"), { commitError })) });
+    const error = await store.createProvider(providerRecord(A, T0)).then(() => undefined, (e: unknown) => e as Error);
+    expect(await storeErrorKind(Promise.reject(error))).toBe("unavailable");
+    expect(error?.message).toBe(`cannot write ${PATH}: No space left on device`);
+  });
+
+  test("a close lmdb never finishes is given up after 5 s, naming the file", async () => {
+    const store = storeOver({ close: () => new Promise(() => undefined) });
+    const started = performance.now();
+    const error = await store.close().then(() => undefined, (e: unknown) => e as Error);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(4_900);
+    expect(await storeErrorKind(Promise.reject(error))).toBe("unavailable");
+    expect(error?.message).toBe(`${PATH} did not close within 5 s: lmdb still waits for a write it could not make (a full disk does this)`);
+  }, 10_000);
+});
