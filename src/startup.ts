@@ -184,7 +184,7 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
     const metrics = createServiceMetrics({ ...processSources(), keyStatus: () => keys.status(projectId), now: () => clock.now() });
     return { config, instance, logger, store, keys, signers, projects, clock, metrics, projectId, draining: false };
   } catch (error) {
-    // What failed is what is reported, not a close that then fails too (after a write refused by a full disk).
+    // What failed is what is reported, not a close that then fails too (after a commit lmdb failed).
     await store.close().catch(() => undefined);
     throw error;
   }

@@ -120,7 +120,7 @@ async function run(args: ParsedArgs): Promise<number> {
 
 /**
  * Runs `body`, then closes the store. When `body` fails, that failure is the one reported: a
- * store that then cannot close either (a write that failed on a full disk) does not hide it.
+ * store that then cannot close either (after a commit lmdb failed) does not hide it.
  */
 async function thenClose<T>(store: Store, body: () => Promise<T>): Promise<T> {
   let result: T;

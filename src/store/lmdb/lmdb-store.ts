@@ -11,6 +11,8 @@
  * Every write transaction of data that servers keep in memory also bumps one change counter
  * (`changeSeq`), so a process can tell cheaply that some other process wrote; recording a used
  * assertion jti or a revoked token (read through every time) does not.
+ * Each write first makes sure the file holds room on disk for lmdb's commit (ROOM_NEEDED), and
+ * is refused before lmdb writes anything where the disk cannot give it.
  * `backup` copies the environment from one read snapshot; `openLmdbFileReadOnly` reads a data
  * file or a backup without changing it.
  */
