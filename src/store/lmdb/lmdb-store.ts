@@ -87,6 +87,20 @@ interface Room {
   env: { info(): { lastPageNumber: number } };
 }
 
+/** Writes zeros at the end of the room's file up to `goal` bytes; the error that stopped it short, if any. */
+function extendWithZeros(room: Room, goal: number): NodeJS.ErrnoException | undefined {
+  try {
+    while (room.size < goal) {
+      const written = writeSync(room.fd, ZEROS, 0, Math.min(ZEROS.byteLength, goal - room.size), room.size);
+      if (written === 0) return undefined;
+      room.size += written;
+    }
+    return undefined;
+  } catch (error) {
+    return error as NodeJS.ErrnoException;
+  }
+}
+
 /** The room keeper of an environment just opened; undefined where lmdb does not tell where its data ends. */
 function roomOf(db: RootDatabase<unknown, string>, path: string): Room | undefined {
   const env = (db as unknown as { env?: Partial<Room["env"]> }).env;
@@ -308,31 +322,24 @@ export class LmdbStore implements Store {
     // Another process may have extended it since.
     room.size = Math.max(room.size, fstatSync(room.fd).size);
     if (room.size - end >= ROOM_NEEDED) return;
-    const before = room.size;
     const goal = Math.min(end + ROOM_TARGET, room.size + freeBytes(this.#path) - ROOM_SPARE);
-    let failure: NodeJS.ErrnoException | undefined;
-    if (goal - end >= ROOM_NEEDED) {
-      while (room.size < goal) {
-        try {
-          const written = writeSync(room.fd, ZEROS, 0, Math.min(ZEROS.byteLength, goal - room.size), room.size);
-          if (written === 0) break;
-          room.size += written;
-        } catch (error) {
-          failure = error as NodeJS.ErrnoException;
-          break;
-        }
-      }
-      if (room.size - end >= ROOM_NEEDED) return;
-      // Not enough after all: what was taken goes back to the disk.
-      try {
-        ftruncateSync(room.fd, before);
-        room.size = before;
-      } catch {
-        // Kept: zeros beyond the data do no harm.
-      }
+    if (goal - end < ROOM_NEEDED) throw this.#noRoom("no space left on device");
+    const before = room.size;
+    const failure = extendWithZeros(room, goal);
+    if (room.size - end >= ROOM_NEEDED) return;
+    // Not enough after all: what was taken goes back to the disk.
+    try {
+      ftruncateSync(room.fd, before);
+      room.size = before;
+    } catch {
+      // Kept: zeros beyond the data do no harm.
     }
-    const why = failure === undefined || failure.code === "ENOSPC" ? "no space left on device" : failure.message.replace(/^E[A-Z]+: /, "").replace(/, write$/, "");
-    throw new StoreError("unavailable", `cannot write ${this.#path}: ${why} (each write needs ${ROOM_NEEDED >> 20} MiB free beyond the data)`);
+    throw this.#noRoom(failure === undefined || failure.code === "ENOSPC" ? "no space left on device" : failure.message.replace(/^E[A-Z]+: /, "").replace(/, write$/, ""));
+  }
+
+  /** The refusal of a write the disk has no room for, saying `why`. */
+  #noRoom(why: string): StoreError {
+    return new StoreError("unavailable", `cannot write ${this.#path}: ${why} (each write needs ${ROOM_NEEDED >> 20} MiB free beyond the data)`);
   }
 
   /** Reads go through `#get` and `#range`: a damaged data file is `unavailable` (damageFailure). */
