@@ -84,6 +84,8 @@ export interface KeyServiceOptions {
    * own rule (startup.ts): it does not know the settings of the server that will serve the JWKS.
    */
   rotationWait?: (projectId: string) => number;
+  /** Makes a new key; default generateSigningKey. A test stands in to stretch the time a key takes. */
+  generateKey?: typeof generateSigningKey;
 }
 
 /** How a project's keys are generated and rotated. */
@@ -238,9 +240,10 @@ export class KeyService {
 
   /** A first key set for `projectId` (a current and a next key of `alg`), not stored. */
   async newKeySet(projectId: string, alg: SigningAlg): Promise<KeySetRecord> {
+    const [current, next] = await Promise.all([this.#generate(projectId, "current", alg), this.#generate(projectId, "next", alg)]);
+    // Dated once made (see #maintain): the next key is published from then on, not from before.
     const now = this.#o.now();
-    const [current, next] = await Promise.all([this.#generate(projectId, "current", alg, now), this.#generate(projectId, "next", alg, now)]);
-    return initialKeySet(projectId, current, next, now);
+    return initialKeySet(projectId, { ...current, createdAt: now }, { ...next, createdAt: now }, now);
   }
 
   async #createInitial(projectId: string): Promise<KeySetRecord> {
@@ -255,9 +258,9 @@ export class KeyService {
     return winner;
   }
 
-  /** A new key of the project, of its algorithm unless `alg` says otherwise, made now unless `at` says when. */
-  #generate(projectId: string, state: KeyState, alg = this.#policy(projectId).signingAlg, at = this.#o.now()): Promise<SigningKeyRecord> {
-    return generateSigningKey(projectId, alg, this.#o.masterKey, at, state);
+  /** A new key of the project, of its algorithm unless `alg` says otherwise, dated when its making began. */
+  #generate(projectId: string, state: KeyState, alg = this.#policy(projectId).signingAlg): Promise<SigningKeyRecord> {
+    return (this.#o.generateKey ?? generateSigningKey)(projectId, alg, this.#o.masterKey, this.#o.now(), state);
   }
 
   async #read(projectId: string): Promise<KeySetRecord> {
@@ -316,20 +319,26 @@ export class KeyService {
       // A next key of another algorithm, or one the clock has not reached (it went back), is
       // replaced by one made now; the second case also counts rotations from now.
       const aheadMs = aheadOfClock(set, now);
+      // The records are dated once the new key is made, not when the pass began: making an RSA key
+      // on a busy machine can take seconds, and until the swap the old key still signs and the new
+      // one is not yet published.
       if (keysByState(set).next.alg !== policy.signingAlg || aheadMs > 0) {
         pending ??= this.#generate(projectId, "next");
         const key = await pending;
         if (key.alg !== policy.signingAlg) return undefined; // the policy changed meanwhile; the next tick retries
+        const at = this.#o.now();
         outcome = aheadMs > 0 ? { aheadMs } : "replaced";
-        return aheadMs > 0 ? rebaseKeySet(set, key, now) : replaceNextKey(set, { ...key, createdAt: now });
+        return aheadMs > 0 ? rebaseKeySet(set, key, at) : replaceNextKey(set, { ...key, createdAt: at });
       }
       const due = scheduledRotationAt(set, policy.rotationPeriod, maxAge);
       if (due !== undefined && now >= due) {
         pending ??= this.#generate(projectId, "next");
-        const rotated = rotateKeySet(set, await pending, now, maxAge);
+        const key = await pending;
+        const at = this.#o.now();
+        const rotated = rotateKeySet(set, { ...key, createdAt: at }, at, maxAge);
         if ("readyAt" in rotated) return undefined;
         outcome = "rotated";
-        return pruneKeySet(rotated, now) ?? rotated;
+        return pruneKeySet(rotated, at) ?? rotated;
       }
       const pruned = pruneKeySet(set, now);
       outcome = { removed: pruned === undefined ? 0 : set.keys.length - pruned.keys.length };
@@ -361,8 +370,9 @@ export class KeyService {
         );
       }
       pending ??= this.#generate(projectId, "next");
-      const now = this.#o.now();
-      const rotated = rotateKeySet(set, { ...(await pending), createdAt: now }, now, maxAge);
+      const key = await pending;
+      const now = this.#o.now(); // once made (see #maintain)
+      const rotated = rotateKeySet(set, { ...key, createdAt: now }, now, maxAge);
       if ("readyAt" in rotated) throw new Error("rotation refused after its readiness check");
       return rotated;
     });

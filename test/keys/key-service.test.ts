@@ -3,14 +3,20 @@ import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JS
 import { loadConfig } from "../../src/config/load.ts";
 import { createProject } from "../../src/core/projects.ts";
 import { AppError } from "../../src/errors.ts";
-import { MasterKeyError, generateMasterKeyText } from "../../src/keys/master-key.ts";
+import { generateSigningKey } from "../../src/keys/generate.ts";
+import { KeyService } from "../../src/keys/key-service.ts";
+import { MasterKeyError, decodeMasterKey, generateMasterKeyText } from "../../src/keys/master-key.ts";
+import { importMasterKey } from "../../src/keys/sealing.ts";
+import { SignerFactory } from "../../src/keys/signers/factory.ts";
 import { silentLogger } from "../../src/logging/logger.ts";
 import { openContext } from "../../src/startup.ts";
 import { join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
 import { key as lmdbKey } from "../../src/store/lmdb/lmdb-keys.ts";
 import { LMDB_FILE, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
-import { FakeClock, buildTestApp, tempDir, type TestApp, type TestAppOptions } from "../helpers/app.ts";
+import type { KeySetRecord } from "../../src/store/store.ts";
+import { FakeClock, T0, buildTestApp, tempDir, type TestApp, type TestAppOptions } from "../helpers/app.ts";
+import { newProjectId } from "../store/fixtures.ts";
 
 const PERIOD_S = 3600;
 const MAX_AGE_S = 300;
@@ -186,6 +192,70 @@ describe("KeyService rotation", () => {
     expect(ring(t).version).toBe(version + 1);
     expect(views.slice(0, 1)).toEqual([{ kid: nextKid, alg: "ES256", state: "current", createdAt: expect.any(Number), activatesAt: t.clock.now(), retiredAt: undefined, removedFromJwksAt: undefined }]);
     expect(views.find((v) => v.kid === kid)).toMatchObject({ state: "retired", retiredAt: t.clock.now() });
+  });
+});
+
+describe("KeyService: a key that takes long to make", () => {
+  test("a new key set, a scheduled rotation, a manual one and a revocation are dated when their new key is made", async () => {
+    const MAKE_MS = 7000;
+    let now = T0;
+    const store = openLmdbStore(sharedDir());
+    const keys = new KeyService({
+      store,
+      masterKey: await importMasterKey(decodeMasterKey(generateMasterKeyText(), "test")),
+      now: () => now,
+      logger: silentLogger,
+      signingAlg: "ES256",
+      rotationPeriod: PERIOD_S,
+      signers: new SignerFactory({ mode: "auto" }),
+      // Each key takes 7 s to make, as an RSA key can on a busy machine.
+      generateKey: async (...args) => {
+        const key = await generateSigningKey(...args);
+        now += MAKE_MS;
+        return key;
+      },
+    });
+    try {
+      const projectId = newProjectId(T0);
+      await keys.load(projectId);
+      const read = async () => (await store.getKeySet(projectId)) as KeySetRecord;
+      const byState = (set: KeySetRecord, state: string) => set.keys.filter((k) => k.state === state);
+      // Both first keys were made at once, in 14 s: the next key is published from then on.
+      const created = T0 + 2 * MAKE_MS;
+      let set = await read();
+      expect(set.rotatedAt).toBe(created);
+      expect(set.keys.map((k) => k.createdAt)).toEqual([created, created]);
+      expect(byState(set, "current")[0]?.activatesAt).toBe(created);
+
+      // The scheduled rotation: the old key signs until the new one is made, so it retires then.
+      now = created + PERIOD_S * 1000;
+      const [old] = byState(set, "current");
+      await keys.tick();
+      const rotated = now;
+      expect(rotated).toBe(created + PERIOD_S * 1000 + MAKE_MS);
+      set = await read();
+      expect(set.rotatedAt).toBe(rotated);
+      expect(set.keys.find((k) => k.kid === old?.kid)).toMatchObject({ state: "retired", retiredAt: rotated, removedFromJwksAt: rotated + RETAIN_S * 1000 });
+      expect(byState(set, "current")[0]?.activatesAt).toBe(rotated);
+      expect(byState(set, "next")[0]?.createdAt).toBe(rotated);
+
+      // A manual rotation once the next key is max-age old: the same.
+      now = rotated + MAX_AGE_S * 1000;
+      await keys.rotate(projectId);
+      const manual = now;
+      expect(manual).toBe(rotated + MAX_AGE_S * 1000 + MAKE_MS);
+      set = await read();
+      expect(set.rotatedAt).toBe(manual);
+      expect(byState(set, "current")[0]?.activatesAt).toBe(manual);
+      expect(byState(set, "next")[0]?.createdAt).toBe(manual);
+      expect(byState(set, "retired").map((k) => k.retiredAt)).toEqual([rotated, manual]);
+
+      // Revoking the next key: its replacement is published from when it was made.
+      await keys.revoke(projectId, byState(set, "next")[0]?.kid as string);
+      expect(byState(await read(), "next")[0]?.createdAt).toBe(manual + MAKE_MS);
+    } finally {
+      await store.close();
+    }
   });
 });
 
