@@ -1,5 +1,6 @@
 /** CONTRACT §2: /v1/providers — success shapes, paging, name/description rules, path and query errors. */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { base64url } from "jose";
 import { buildTestApp, T0, type TestApp } from "../helpers/app.ts";
 import { bodyOf, expectError, ISO_RE, json, UNKNOWN_ID, UUID_RE } from "./support.ts";
 
@@ -78,6 +79,21 @@ describe("providers: success shapes", () => {
     expect(pages.map((p) => p.items.length)).toEqual([1, 1, 1]);
     expect(pages.flatMap((p) => p.items)).toEqual(created);
     expect(pages.slice(0, 2).every((p) => typeof p.nextCursor === "string")).toBe(true);
+  });
+
+  test("a cursor whose id is spelt in capitals continues where the cursor it came from does", async () => {
+    const created: Provider[] = [];
+    for (const name of ["one", "two", "three"]) {
+      created.push(await create(t, { name }));
+      t.clock.advance(1);
+    }
+    const first = await json<Page<Provider>>(await t.api("GET", "/v1/providers?limit=1"));
+    const id = new TextDecoder().decode(base64url.decode(first.nextCursor as string));
+    const upper = base64url.encode(new TextEncoder().encode(id.toUpperCase()));
+    expect(upper).not.toBe(first.nextCursor);
+    const res = await t.api("GET", `/v1/providers?limit=1&cursor=${upper}`);
+    expect(res.status).toBe(200);
+    expect((await json<Page<Provider>>(res)).items).toEqual([created[1] as Provider]);
   });
 
   test("PATCH changes only the fields sent and answers 200 with the provider", async () => {

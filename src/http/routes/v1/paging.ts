@@ -17,7 +17,8 @@ export function pageRequest(query: Record<string, string | undefined>): { limit:
     after = "";
   }
   if (!isUuid(after)) throw new AppError("invalid_request", "Invalid query parameter 'cursor': must be a nextCursor value from a previous page.");
-  return { limit, after };
+  // Ids are stored in lower case; one spelt in capitals would start the page before its own item.
+  return { limit, after: after.toLowerCase() };
 }
 
 /** The wire form of a page. */
