@@ -115,7 +115,7 @@ export type App = ReturnType<typeof buildApp>;
 /**
  * The answer to a request whose URL is not absolute (route.ts hasUsableUrl): 400, before routing
  * or authentication, since neither the project nor the route can be trusted; in the OAuth form
- * under /oauth/. Logged without its path, and not at all under a path never logged.
+ * on an OAuth route's path. Logged without its path, and not at all under a path never logged.
  */
 function refuseUnusableHost(ctx: AppContext, routes: readonly RouteDef[], request: Request): Response {
   const { status, headers, body } = errorAnswer(ctx.logger, routes, new AppError("invalid_request", UNUSABLE_HOST_MESSAGE), "UNKNOWN", request, undefined);

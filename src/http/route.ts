@@ -55,10 +55,22 @@ export function patternSource(path: string, param: string): string {
     .join("/");
 }
 
-/** A path pattern as a regular expression (`:name` matches one segment; a trailing slash is allowed). */
+const patterns = new Map<string, RegExp>();
+
+/** A path pattern as a regular expression (`:name` matches one segment; a trailing slash is allowed), made once per pattern. */
 export function patternRegExp(path: string): RegExp {
-  return new RegExp(`^${patternSource(path, "[^/]+")}/?$`);
+  let pattern = patterns.get(path);
+  if (pattern === undefined) patterns.set(path, (pattern = new RegExp(`^${patternSource(path, "[^/]+")}/?$`)));
+  return pattern;
 }
+
+/**
+ * Whether a request's failures take the RFC 6749 §5.2 form `{error, error_description}`: a path
+ * of one of the OAuth routes (any method). Every other path, an unknown one under /oauth/
+ * included, takes `{code, message}`.
+ */
+export const takesOAuthErrors = (routes: readonly Pick<RouteDef, "path">[], pathname: string): boolean =>
+  isOAuthPath(pathname) && routes.some((route) => isOAuthPath(route.path) && patternRegExp(route.path).test(pathname));
 
 /** Finds the route pattern matching `pathname` and the methods it allows. */
 export function matchPath(routes: readonly Pick<RouteDef, "method" | "path">[], pathname: string): { path: string; methods: Method[] } | undefined {

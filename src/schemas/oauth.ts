@@ -39,7 +39,7 @@ export const OAuthTokenResponse = Type.Object(
   },
   { additionalProperties: false },
 );
-/** The error body of every non-2xx answer under /oauth/ (RFC 6749 §5.2). */
+/** The error body of every non-2xx answer of the OAuth endpoints (RFC 6749 §5.2). */
 export const OAuthErrorBody = Type.Object(
   {
     error: Type.String({ description: "RFC 6749 error code, e.g. `invalid_request`, `invalid_client` (see docs/errors.md)." }),

@@ -107,12 +107,18 @@ describe("token endpoint errors", () => {
     await expectOAuthError(await tokenRequest(t, body, { authorization: basic(clientId, secret) }), 413, "invalid_request", String(MAX_BODY));
   });
 
-  test("another method → 405 with Allow: POST; an unknown /oauth/ path → 404; both in the RFC shape", async () => {
+  test("another method on an OAuth route → 405 with Allow: POST in the RFC shape", async () => {
     const get = await t.request("GET", "/oauth/token");
     expect(get.headers.get("allow")).toBe("POST");
     await expectOAuthError(get, 405, "invalid_request", "POST");
-    await expectOAuthError(await t.request("POST", "/oauth/nope", "a=b", FORM), 404, "invalid_request");
-    await expectOAuthError(await t.request("GET", "/oauth"), 404, "invalid_request");
+  });
+
+  test("an unknown path under /oauth/ is an unknown route: 404 {code, message}", async () => {
+    await expectError(await t.request("POST", "/oauth/nope", "a=b", FORM), 404, "not_found", "/oauth/nope");
+    await expectError(await t.request("POST", "/oauth/token/extra", "a=b", FORM), 404, "not_found");
+    await expectError(await t.request("GET", "/oauth"), 404, "not_found");
+    // A trailing slash is still the route's own path.
+    await expectOAuthError(await t.request("GET", "/oauth/token/"), 405, "invalid_request", "POST");
   });
 
   test("503 temporarily_unavailable with Retry-After while the service drains", async () => {

@@ -2,8 +2,8 @@
  * @module core/oauth/errors
  * Errors of the OAuth endpoints, answered in the RFC 6749 §5.2 form `{error, error_description}`
  * instead of our `{code, message}`. OAuthError is what the OAuth endpoints throw; every other
- * failure of an /oauth/ request (validation, parse, 404, 405, 413, 503, faults) is mapped onto the
- * same form and keeps its HTTP status. The error handler is the only renderer.
+ * failure of a request to an OAuth endpoint's path (validation, parse, 405, 413, 503, faults) is
+ * mapped onto the same form and keeps its HTTP status. The error handler is the only renderer.
  */
 import { AppError, ERROR_TABLE, type ErrorCode } from "../../errors.ts";
 

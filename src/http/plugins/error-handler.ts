@@ -2,8 +2,9 @@
  * @module http/plugins/error-handler
  * The one place that turns anything thrown (our AppError, store errors, and what Elysia itself
  * raises: validation, parse, not found) into `{code, message}` with the status from the error
- * table. Under /oauth/ (route.ts isOAuthPath) the same failures take the RFC 6749 §5.2 form
- * `{error, error_description}` instead (core/oauth/errors.ts). Unknown errors become a generic
+ * table. On the paths of the OAuth routes (route.ts takesOAuthErrors) the same failures take the
+ * RFC 6749 §5.2 form `{error, error_description}` instead (core/oauth/errors.ts); an unknown path
+ * under /oauth/ is an unknown route like any other. Unknown errors become a generic
  * 500; their detail goes only to the log.
  */
 import { Elysia, ValidationError } from "elysia";
@@ -11,7 +12,7 @@ import { toOAuthErrorResponse } from "../../core/oauth/errors.ts";
 import { AppError, ERROR_TABLE, toErrorResponse } from "../../errors.ts";
 import type { Logger } from "../../logging/logger.ts";
 import { StoreError } from "../../store/store.ts";
-import { isOAuthPath, matchPath, pathOf, type RouteDef } from "../route.ts";
+import { isOAuthPath, matchPath, pathOf, takesOAuthErrors, type RouteDef } from "../route.ts";
 
 interface ValueErrorLike {
   path: string;
@@ -82,7 +83,7 @@ export interface ErrorAnswer {
  */
 export function errorAnswer(logger: Logger, routes: readonly RouteDef[], error: unknown, code: string, request: Request, route: string | undefined): ErrorAnswer {
   const mapped = toAppError(error, code, request.method, request.url, routes);
-  const answer = isOAuthPath(pathOf(request.url)) ? toOAuthErrorResponse(mapped) : toErrorResponse(mapped);
+  const answer = takesOAuthErrors(routes, pathOf(request.url)) ? toOAuthErrorResponse(mapped) : toErrorResponse(mapped);
   // A fault (and a store that cannot be reached) is logged with its stack; a 503 the service chose
   // itself (while draining, which is logged once, or while not ready) is not logged per request.
   // The error logged is the one thrown, not its answer: a store's reason (a full disk) is told there.
