@@ -778,7 +778,7 @@ export class LmdbStore implements Store {
     this.#closed = true;
     if (this.#room !== undefined) closeSync(this.#room.fd);
     if (!(await finishesWithin(this.#db.close(), CLOSE_TIMEOUT_MS))) {
-      throw new StoreError("unavailable", `${this.#path} did not close within ${CLOSE_TIMEOUT_MS / 1000} s: lmdb still waits for a write it could not make (a full disk does this)`);
+      throw new StoreError("unavailable", `${this.#path} did not close within ${CLOSE_TIMEOUT_MS / 1000} s: lmdb still waits for a write it could not make (the disk is full or failing)`);
     }
   }
 }
