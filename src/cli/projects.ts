@@ -69,8 +69,8 @@ export async function projectsCommand(ctx: AppContext, args: ParsedArgs, io: Out
   switch (action) {
     case "create": {
       // The keys are stored with the project: a running server that picks it up has them at once.
-      const record = await createProject(ctx.store, projectCreateInput(args, ctx.instance, ctx.clock.now()), ctx.instance, ctx.clock.now(), (id, alg) =>
-        ctx.keys.newKeySet(id, alg),
+      const record = await createProject(ctx.store, projectCreateInput(args, ctx.instance, ctx.clock.now()), ctx.instance, ctx.clock.now(), (id, policy) =>
+        ctx.keys.newKeySet(id, policy),
       );
       await ctx.projects.refresh();
       await ctx.keys.load(record.id);

@@ -211,7 +211,7 @@ export function newProjectRecord(input: NewProject, instance: InstanceSettings, 
 
 /**
  * Creates a project; `conflict` when the slug or custom domain is taken. With `firstKeys`, its
- * first key set (made for the project's algorithm) is stored with it in one write: a server that
+ * first key set (made for the project's algorithm and rotation period) is stored with it in one write: a server that
  * finds the project finds its keys, and need not make them while its requests wait.
  */
 export async function createProject(
@@ -219,12 +219,12 @@ export async function createProject(
   input: NewProject,
   instance: InstanceSettings,
   now: number,
-  firstKeys?: (projectId: string, alg: SigningAlg) => Promise<KeySetRecord>,
+  firstKeys?: (projectId: string, policy: { signingAlg: SigningAlg; rotationPeriod: number }) => Promise<KeySetRecord>,
 ): Promise<ProjectRecord> {
   const hosts = projectHostsProblem(instance);
   if (hosts !== undefined) throw new AppError("invalid_request", `Cannot create a project: ${hosts}.`);
   const record = newProjectRecord(input, instance, now);
-  const keySet = await firstKeys?.(record.id, record.signingAlg ?? instance.signingAlg);
+  const keySet = await firstKeys?.(record.id, { signingAlg: record.signingAlg ?? instance.signingAlg, rotationPeriod: record.keyRotationPeriod ?? instance.keyRotationPeriod });
   await store.createProject(record, keySet).catch(storeClash);
   return record;
 }

@@ -26,10 +26,12 @@ import {
   initialKeySet,
   jwksMaxAge,
   keysByState,
+  maxAgeChanged,
   nextKeyReadyAt,
   nextPruneAt,
   pruneKeySet,
   rebaseKeySet,
+  recordMaxAge,
   replaceNextKey,
   revokeKey,
   rotateKeySet,
@@ -238,16 +240,20 @@ export class KeyService {
     }
   }
 
-  /** A first key set for `projectId` (a current and a next key of `alg`), not stored. */
-  async newKeySet(projectId: string, alg: SigningAlg): Promise<KeySetRecord> {
+  /**
+   * A first key set for a project of `policy` (a current and a next key of its algorithm), not
+   * stored. It records the JWKS max-age of the policy's rotation period: nothing was served before.
+   */
+  async newKeySet(projectId: string, policy: KeyPolicy): Promise<KeySetRecord> {
+    const alg = policy.signingAlg;
     const [current, next] = await Promise.all([this.#generate(projectId, "current", alg), this.#generate(projectId, "next", alg)]);
     // Dated once made (see #maintain): the next key is published from then on, not from before.
     const now = this.#o.now();
-    return initialKeySet(projectId, { ...current, createdAt: now }, { ...next, createdAt: now }, now);
+    return initialKeySet(projectId, { ...current, createdAt: now }, { ...next, createdAt: now }, now, jwksMaxAge(policy.rotationPeriod));
   }
 
   async #createInitial(projectId: string): Promise<KeySetRecord> {
-    const set = await this.newKeySet(projectId, this.#policy(projectId).signingAlg);
+    const set = await this.newKeySet(projectId, this.#policy(projectId));
     const { current, next } = keysByState(set);
     if (await this.#o.store.swapKeySet(set, 0)) {
       this.#o.logger.info("signing keys created", { kid: current.kid, next: next.kid, alg: current.alg });
@@ -312,10 +318,15 @@ export class KeyService {
     // What the attempt that finally swapped did; logged only after the swap succeeded, so a
     // process that lost the race does not report a rotation it did not make.
     let outcome = { removed: 0 } as "rotated" | "replaced" | { removed: number } | { aheadMs: number };
-    const written = await this.#swap(projectId, async (set) => {
+    const written = await this.#swap(projectId, async (stored) => {
       const now = this.#o.now();
       const policy = this.#policy(projectId);
       const maxAge = jwksMaxAge(policy.rotationPeriod);
+      // The max-age served now is recorded first: a shortened one holds back the next key while a
+      // JWKS fetched under the longer one may still be cached (lifecycle.ts recordMaxAge). What
+      // follows builds on it, within the one version step of this swap.
+      const recorded = recordMaxAge(stored, maxAge, now);
+      const set = recorded === undefined ? stored : { ...recorded, version: stored.version };
       // A next key of another algorithm, or one the clock has not reached (it went back), is
       // replaced by one made now; the second case also counts rotations from now.
       const aheadMs = aheadOfClock(set, now);
@@ -336,13 +347,13 @@ export class KeyService {
         const key = await pending;
         const at = this.#o.now();
         const rotated = rotateKeySet(set, { ...key, createdAt: at }, at, maxAge);
-        if ("readyAt" in rotated) return undefined;
+        if ("readyAt" in rotated) return recorded;
         outcome = "rotated";
         return pruneKeySet(rotated, at) ?? rotated;
       }
       const pruned = pruneKeySet(set, now);
       outcome = { removed: pruned === undefined ? 0 : set.keys.length - pruned.keys.length };
-      return pruned;
+      return pruned ?? recorded;
     });
     if (written === undefined) return;
     const { current, next } = keysByState(written);
@@ -360,8 +371,12 @@ export class KeyService {
   async rotate(projectId: string): Promise<KeyView[]> {
     // Generated only once the rotation is allowed, and reused if the swap has to be retried.
     let pending: Promise<SigningKeyRecord> | undefined;
-    await this.#swap(projectId, async (set) => {
+    await this.#swap(projectId, async (stored) => {
       const maxAge = this.#o.rotationWait?.(projectId) ?? this.jwksMaxAge(projectId);
+      // The max-age served now counts as #maintain records it (a tick may not have run since it
+      // changed). A command that does not know the server's settings waits the bound instead.
+      const recorded = this.#o.rotationWait === undefined ? recordMaxAge(stored, maxAge, this.#o.now()) : undefined;
+      const set = recorded === undefined ? stored : { ...recorded, version: stored.version };
       const readyAt = nextKeyReadyAt(set, maxAge);
       if (this.#o.now() < readyAt) {
         throw new AppError(
@@ -602,7 +617,8 @@ export class KeyService {
   /**
    * When a project's set needs maintenance: its scheduled rotation, a retired key leaving the
    * JWKS, or now when its next key is not of the project's algorithm, when it is ahead of the
-   * clock (or its policy cannot be read); infinity when never.
+   * clock, when it records another JWKS max-age than its policy's (or its policy cannot be read);
+   * infinity when never.
    */
   #dueOf(projectId: string, set: KeySetRecord): number {
     let policy: KeyPolicy;
@@ -611,7 +627,9 @@ export class KeyService {
     } catch {
       return this.#o.now();
     }
-    if (keysByState(set).next.alg !== policy.signingAlg || aheadOfClock(set, this.#o.now()) > 0) return this.#o.now();
+    if (keysByState(set).next.alg !== policy.signingAlg || aheadOfClock(set, this.#o.now()) > 0 || maxAgeChanged(set, jwksMaxAge(policy.rotationPeriod))) {
+      return this.#o.now();
+    }
     return Math.min(this.#nextRotation(projectId, set) ?? Number.POSITIVE_INFINITY, nextPruneAt(set) ?? Number.POSITIVE_INFINITY);
   }
 

@@ -8,6 +8,8 @@
  *   JWKS, signs nothing yet).
  * - A rotation promotes next to current only once next has been published for at least the JWKS
  *   max-age, so every verifier that refreshes its cached JWKS knows the key before it sees a token.
+ *   When the max-age was shortened (a shorter rotation period), a JWKS fetched under the longer one
+ *   may be held longer: until then no next key signs either (`recordMaxAge`).
  * - A retired key stays in the JWKS until every token it may have signed has expired: retirement +
  *   the longest token lifetime + a clock-skew margin.
  * - A revoked key leaves the set (and the JWKS) at once and never signs again.
@@ -44,14 +46,48 @@ export function keysByState(set: KeySetRecord): { current: SigningKeyRecord; nex
 }
 
 /** The first key set of a project: `current` signs now, `next` waits. */
-export function initialKeySet(projectId: string, current: SigningKeyRecord, next: SigningKeyRecord, now: number): KeySetRecord {
-  return { projectId, version: 1, rotatedAt: now, keys: [{ ...current, state: "current", activatesAt: now }, { ...next, state: "next" }] };
+export function initialKeySet(projectId: string, current: SigningKeyRecord, next: SigningKeyRecord, now: number, servedMaxAgeS?: number): KeySetRecord {
+  return {
+    projectId,
+    version: 1,
+    rotatedAt: now,
+    keys: [{ ...current, state: "current", activatesAt: now }, { ...next, state: "next" }],
+    ...(servedMaxAgeS === undefined ? {} : { servedMaxAge: servedMaxAgeS }),
+  };
 }
 
-/** Earliest instant the next key may start signing. */
+/**
+ * Earliest instant the next key may start signing: once published for the JWKS max-age. After the
+ * max-age was shortened (`recordMaxAge`), a JWKS without the key may have been fetched under the
+ * longer one until the change, and held until `cachedUntil`: the key waits for that too, or for
+ * the bound since it was published, whichever comes first (a key published before the change was
+ * in every JWKS fetched after its publication).
+ */
 export function nextKeyReadyAt(set: KeySetRecord, maxAgeS: number): number {
-  return keysByState(set).next.createdAt + maxAgeS * 1000;
+  const published = keysByState(set).next.createdAt;
+  const held = set.cachedUntil === undefined ? Number.NEGATIVE_INFINITY : Math.min(set.cachedUntil, published + MAX_JWKS_MAX_AGE_S * 1000);
+  return Math.max(published + maxAgeS * 1000, held);
 }
+
+/** The max-age a set was served with, as recorded: sets of earlier builds recorded none and were served with at most the bound. */
+const servedMaxAgeOf = (set: KeySetRecord) => set.servedMaxAge ?? MAX_JWKS_MAX_AGE_S;
+
+/**
+ * Records `maxAgeS` as the JWKS max-age the set is served with from `now` on; undefined when it is
+ * the one recorded. Where it is shorter (the project's rotation period was shortened, or the
+ * instance's across a restart), a verifier may hold a JWKS fetched under the longer one until
+ * `now` plus that max-age, and a next key it does not hold must not sign before then: the set
+ * keeps that instant as `cachedUntil` (`nextKeyReadyAt`).
+ */
+export function recordMaxAge(set: KeySetRecord, maxAgeS: number, now: number): KeySetRecord | undefined {
+  const served = servedMaxAgeOf(set);
+  if (served === maxAgeS) return undefined;
+  const cachedUntil = maxAgeS < served ? Math.max(set.cachedUntil ?? 0, now + served * 1000) : set.cachedUntil;
+  return { ...set, version: set.version + 1, servedMaxAge: maxAgeS, ...(cachedUntil === undefined ? {} : { cachedUntil }) };
+}
+
+/** Whether the set records another max-age than `maxAgeS`: `recordMaxAge` has something to write. */
+export const maxAgeChanged = (set: KeySetRecord, maxAgeS: number) => servedMaxAgeOf(set) !== maxAgeS;
 
 /** When the timer rotates this set (undefined when automatic rotation is off). */
 export function scheduledRotationAt(set: KeySetRecord, periodS: number, maxAgeS: number): number | undefined {
@@ -128,10 +164,13 @@ export function aheadOfClock(set: KeySetRecord, now: number): number {
 /**
  * A set ahead of the clock brought back to it: `replacement`, created now, is the next key (the
  * one it replaces never signed), and the rotation schedule starts from now. The current key
- * signs on; every published key stays published.
+ * signs on; every published key stays published. A `cachedUntil` is kept no further ahead than
+ * the longest max-age from now.
  */
 export function rebaseKeySet(set: KeySetRecord, replacement: SigningKeyRecord, now: number): KeySetRecord {
-  return { ...replaceNextKey(set, { ...replacement, createdAt: now }), rotatedAt: now };
+  const rebased = { ...replaceNextKey(set, { ...replacement, createdAt: now }), rotatedAt: now };
+  if (rebased.cachedUntil !== undefined) rebased.cachedUntil = Math.min(rebased.cachedUntil, now + MAX_JWKS_MAX_AGE_S * 1000);
+  return rebased;
 }
 
 /** When `pruneKeySet` next removes a key: the earliest time a retired key leaves the JWKS (undefined: none will). */

@@ -139,6 +139,10 @@ export interface KeySetRecord {
   /** When a key last became current (drives the rotation timer). */
   rotatedAt: number;
   keys: SigningKeyRecord[];
+  /** The JWKS max-age (s) the set is served with, as key maintenance last recorded it; absent: the bound, 300 (keys/lifecycle.ts recordMaxAge). */
+  servedMaxAge?: number;
+  /** Until when (epoch ms) a JWKS served under a longer max-age than the present one may be held: no next key signs before then. */
+  cachedUntil?: number;
 }
 
 /** A page of a listing: `after` is the last id of the previous page. */

@@ -258,16 +258,65 @@ describe("projects", () => {
 
   test("keyRotationPeriod sets the project's JWKS max-age and rotation schedule", async () => {
     await asAcme("PATCH", "/v1/project", { keyRotationPeriod: 120 });
+    await t.ctx.keys.tick();
     const res = await atHost(ACME_HOST, "GET", "/.well-known/jwks");
     expect(res.headers.get("cache-control")).toBe("public, max-age=60");
     expect((await atHost("localhost", "GET", "/.well-known/jwks")).headers.get("cache-control")).toBe("public, max-age=300");
-    const first = (await json<{ items: { kid: string; state: string }[] }>(await asAcme("GET", "/v1/keys"))).items.find((k) => k.state === "current")?.kid;
+    const current = async () => (await json<{ items: { kid: string; state: string }[] }>(await asAcme("GET", "/v1/keys"))).items.find((k) => k.state === "current")?.kid;
+    const first = await current();
+    // The first rotation waits until the next key has been published for the former max-age, 300 s
+    // (a JWKS without it may have been cached that long); from then on, every 120 s.
     t.clock.advance(121);
     await t.ctx.keys.tick();
-    const now = (await json<{ items: { kid: string; state: string }[] }>(await asAcme("GET", "/v1/keys"))).items.find((k) => k.state === "current")?.kid;
-    expect(now).not.toBe(first);
+    expect(await current()).toBe(first);
+    t.clock.advance(300 - 121);
+    await t.ctx.keys.tick();
+    const second = await current();
+    expect(second).not.toBe(first);
+    t.clock.advance(119);
+    await t.ctx.keys.tick();
+    expect(await current()).toBe(second);
+    t.clock.advance(1);
+    await t.ctx.keys.tick();
+    expect(await current()).not.toBe(second);
     await asAcme("PATCH", "/v1/project", { keyRotationPeriod: 0 });
     expect((await json<ProjectBody>(await asAcme("GET", "/v1/project"))).keyRotationPeriod).toBe(0);
+  });
+
+  test("a shortened rotation period never lets a key sign while a JWKS cached under the longer max-age lacks it", async () => {
+    const { providerId, clientId } = await createProviderAndClient(t);
+    const issue = async () =>
+      decodeProtectedHeader((await json<{ accessToken: string }>(await t.api("POST", `/v1/providers/${providerId}/clients/${clientId}/tokens`, {}))).accessToken).kid as string;
+    // A verifier fetches the JWKS, which it may hold for 300 s ...
+    t.clock.advance(301);
+    const fetchedAt = t.clock.now();
+    const res = await atHost("localhost", "GET", "/.well-known/jwks");
+    expect(res.headers.get("cache-control")).toBe("public, max-age=300");
+    const cached = new Set((await json<JSONWebKeySet>(res)).keys.map((k) => k.kid));
+    // ... then a rotation publishes a new next key, and the period is shortened to 60 s (max-age 30).
+    t.clock.advance(1);
+    expect((await t.api("POST", "/v1/keys/rotate")).status).toBe(200);
+    t.clock.advance(5);
+    expect((await t.api("PATCH", "/v1/project", { keyRotationPeriod: 60 })).status).toBe(200);
+    expect((await atHost("localhost", "GET", "/.well-known/jwks")).headers.get("cache-control")).toBe("public, max-age=30");
+    // Second by second, the timer running: while the verifier may hold its JWKS, every token's key is in it.
+    while (t.clock.now() < fetchedAt + 300_000) {
+      await t.ctx.keys.tick();
+      expect(cached).toContain(await issue());
+      if (t.clock.now() >= fetchedAt + 100_000) await expectError(await t.api("POST", "/v1/keys/rotate"), 409, "conflict");
+      t.clock.advance(1);
+    }
+    // Then the new key signs, and the shorter period applies: the next rotation 60 s later.
+    t.clock.advance(1);
+    await t.ctx.keys.tick();
+    const next = await issue();
+    expect(cached).not.toContain(next);
+    t.clock.advance(59);
+    await t.ctx.keys.tick();
+    expect(await issue()).toBe(next);
+    t.clock.advance(1);
+    await t.ctx.keys.tick();
+    expect(await issue()).not.toBe(next);
   });
 
   test("PATCH /v1/project rejects bad input field by field and changes nothing", async () => {

@@ -67,7 +67,7 @@ async function pairWithProjects(count: number): Promise<{ a: TestApp; b: TestApp
   const env = { TOKENMINT_BASE_DOMAIN: "tm.example.test" };
   const a = await app({ dataDir, clock, env });
   for (let i = 0; i < count; i++) {
-    await createProject(a.ctx.store, { slug: `p${i}`, name: `P${i}` }, a.ctx.instance, clock.now(), (id, alg) => a.ctx.keys.newKeySet(id, alg));
+    await createProject(a.ctx.store, { slug: `p${i}`, name: `P${i}` }, a.ctx.instance, clock.now(), (id, policy) => a.ctx.keys.newKeySet(id, policy));
   }
   await a.ctx.projects.refresh();
   await a.ctx.keys.loadAll(a.ctx.projects.ids);
@@ -549,6 +549,32 @@ describe("KeyService across restarts and processes", () => {
     expect(ring(second).kid).toBe(before.keys.find((k) => k.state === "next")!.kid);
     await second.ctx.keys.tick();
     expect((await storedSet(second)).version).toBe(after.version);
+  });
+
+  test("restarted with a shorter rotation period, the next key waits as long as a JWKS served before may be cached", async () => {
+    const dataDir = sharedDir();
+    const clock = new FakeClock();
+    const first = await app({ dataDir, clock });
+    clock.advance(PERIOD_S);
+    await first.ctx.keys.tick();
+    const rotatedAt = clock.now();
+    const fresh = (await storedSet(first)).keys.find((k) => k.state === "next")!;
+    expect(fresh.createdAt).toBe(rotatedAt);
+    await closeApp(first);
+    clock.advance(10);
+    const second = await app({ dataDir, masterKey: first.masterKey, clock, rotationPeriod: 60 });
+    expect(second.ctx.keys.jwksMaxAge(second.ctx.projectId)).toBe(30);
+    await second.ctx.keys.tick();
+    expect(await storedSet(second)).toMatchObject({ servedMaxAge: 30, cachedUntil: rotatedAt + 310_000 });
+    // Due by the new period (60 s), and its next key published for its max-age (30 s), but a JWKS
+    // served before the restart, without that key, may be held 300 s after its publication.
+    clock.ms = rotatedAt + 299_000;
+    await second.ctx.keys.tick();
+    expect(ring(second).kid).not.toBe(fresh.kid);
+    expect(await appErrorCode(second.ctx.keys.rotate(second.ctx.projectId))).toBe("conflict");
+    clock.advance(1);
+    await second.ctx.keys.tick();
+    expect(ring(second).kid).toBe(fresh.kid);
   });
 
   test("two services on one data dir both ticking when due rotate exactly once", async () => {

@@ -9,6 +9,8 @@ import {
   keysByState,
   nextKeyReadyAt,
   pruneKeySet,
+  recordMaxAge,
+  replaceNextKey,
   retiredUntil,
   revokeKey,
   rotateKeySet,
@@ -75,6 +77,46 @@ describe("initialKeySet", () => {
     });
     expect(keysByState(set).current.kid).toBe("a");
     expect(keysByState(set).next.kid).toBe("b");
+  });
+});
+
+describe("recordMaxAge", () => {
+  test("a set of an earlier build counts as served with the bound, 300 s: recording that writes nothing", () => {
+    expect(recordMaxAge(sampleSet(), 300, T0)).toBeUndefined();
+    expect(recordMaxAge({ ...sampleSet(), servedMaxAge: 30 }, 30, T0)).toBeUndefined();
+  });
+
+  test("a new set records the max-age it is created for", () => {
+    expect(initialKeySet(P, key("a", "current", T0), key("b", "next", T0), T0, 30).servedMaxAge).toBe(30);
+  });
+
+  test("a shortened max-age holds back the next key while a JWKS fetched under the longer one may lack it", () => {
+    const changed = T0 + 10 * S;
+    const set = recordMaxAge(sampleSet(), 30, changed) as KeySetRecord;
+    expect(set).toEqual({ ...sampleSet(), version: 5, servedMaxAge: 30, cachedUntil: changed + 300 * S });
+    // "n", published at T0, before the change: 300 s after its publication, not 30.
+    expect(nextKeyReadyAt(set, 30)).toBe(T0 + 300 * S);
+    // A next key published after the change: until a JWKS fetched just before it has expired.
+    expect(nextKeyReadyAt(replaceNextKey(set, key("m", "next", changed + 5 * S)), 30)).toBe(changed + 300 * S);
+    // One published long after: its own max-age.
+    expect(nextKeyReadyAt(replaceNextKey(set, key("o", "next", changed + 300 * S)), 30)).toBe(changed + 330 * S);
+    // The rotation schedule follows.
+    expect(scheduledRotationAt(set, 60, 30)).toBe(T0 + 300 * S);
+  });
+
+  test("shortened twice, the later expiry holds; lengthened, nothing is held back beyond the new max-age", () => {
+    const once = recordMaxAge(sampleSet(), 60, T0) as KeySetRecord;
+    const twice = recordMaxAge(once, 30, T0 + 10 * S) as KeySetRecord;
+    expect(twice.cachedUntil).toBe(Math.max(T0 + 300 * S, T0 + 70 * S));
+    const longer = recordMaxAge({ ...sampleSet(), servedMaxAge: 30 }, 300, T0) as KeySetRecord;
+    expect(longer).toEqual({ ...sampleSet(), version: 5, servedMaxAge: 300 });
+    expect(nextKeyReadyAt(longer, 300)).toBe(T0 + 300 * S);
+  });
+
+  test("a set rebased after the clock went back holds back no further than the bound from now", () => {
+    const set = { ...sampleSet(), servedMaxAge: 30, cachedUntil: T0 + 3600 * S };
+    const now = T0 - 7200 * S;
+    expect(rebaseKeySet(set, key("n2", "next", now), now).cachedUntil).toBe(now + 300 * S);
   });
 });
 
