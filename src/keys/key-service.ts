@@ -107,6 +107,12 @@ export interface KeySetStatus {
 
 /** How often the compare-and-swap is retried when another writer changed the set meanwhile. */
 const MAX_ATTEMPTS = 5;
+/**
+ * How long the rings may serve after `follow` failed to bring them up to the data: a key revoked
+ * through another process or the CLI must not sign, nor stay in the JWKS, past that (the same
+ * second the rest of the data's changes are served within; store/caching-store.ts).
+ */
+export const FOLLOW_FAILED_LIMIT_MS = 1000;
 /** A maintenance failure that keeps recurring (a store that cannot be read) is logged again after this long. */
 const REPEAT_LOG_MS = 60_000;
 /**
@@ -148,8 +154,11 @@ export class KeyService {
   #catchingUp: { seq: number; done: Promise<void> } | undefined;
   /** Set by `stop` while it waits: the pass running ends after the set it is at. */
   #stopping = false;
-  /** Set while `follow` keeps failing: it logs the first failure only, not one per request. */
-  #followFailing = false;
+  /**
+   * When `follow` first failed, while it keeps failing (undefined once it succeeds): it logs the
+   * first failure only, not one per request, and rings refuse to serve once it lasts.
+   */
+  #followFailedAt: number | undefined;
   /** The maintenance failures logged since the last pass that went without one, and when. */
   readonly #failuresLogged = new Map<string, number>();
 
@@ -171,10 +180,16 @@ export class KeyService {
     return this.#loaded.has(projectId);
   }
 
-  /** The loaded ring of a project; throws `unavailable` if `load` never ran for it. */
+  /**
+   * The loaded ring of a project; throws `unavailable` if `load` never ran for it, or while
+   * `follow` has failed for FOLLOW_FAILED_LIMIT_MS (the ring may hold a key revoked since).
+   */
   ring(projectId: string): KeyRing {
     const ring = this.#loaded.get(projectId)?.ring;
     if (ring === undefined) throw new AppError("unavailable", "Signing keys are not loaded yet.");
+    if (this.#followFailedAt !== undefined && this.#o.now() - this.#followFailedAt >= FOLLOW_FAILED_LIMIT_MS) {
+      throw new AppError("unavailable", "The signing keys cannot be brought up to date with the data; retry shortly.");
+    }
     return ring;
   }
 
@@ -438,8 +453,8 @@ export class KeyService {
    * (`Store#changeSeqNow`): undefined when nothing was written since the last time, which is one
    * synchronous read; else a promise that resolves once they are up to date (a ring is rebuilt
    * only if its stored set changed; projects created meanwhile are loaded). It never rejects: a
-   * failure is logged (once, until it succeeds again) and the next call tries again. Rotation and
-   * pruning stay with `tick`.
+   * failure is logged (once, until it succeeds again) and the next call tries again; a failure that
+   * lasts FOLLOW_FAILED_LIMIT_MS makes `ring` refuse. Rotation and pruning stay with `tick`.
    */
   follow(): Promise<void> | undefined {
     const read = this.#o.store.changeSeqNow;
@@ -451,7 +466,10 @@ export class KeyService {
       this.#followFailed("reading the change counter failed", error);
       return undefined;
     }
-    if (seq === this.#followed) return undefined;
+    if (seq === this.#followed) {
+      if (this.#followFailedAt !== undefined) this.#followWorks();
+      return undefined;
+    }
     const running = this.#catchingUp;
     if (running !== undefined && running.seq >= seq) return running.done;
     // After the one running (if any): what it read may predate the write just seen.
@@ -459,7 +477,7 @@ export class KeyService {
       if (this.#followed !== undefined && this.#followed >= seq) return;
       if (!(await this.#catchUp())) return;
       this.#followed = seq;
-      this.#followFailing = false;
+      if (this.#followFailedAt !== undefined) this.#followWorks();
     });
     const current = { seq, done };
     this.#catchingUp = current;
@@ -471,8 +489,15 @@ export class KeyService {
 
   /** Logs a failure of `follow`, unless the one before it failed too. */
   #followFailed(message: string, error: unknown): void {
-    if (!this.#followFailing) this.#o.logger.error(message, { error: (error as Error).message });
-    this.#followFailing = true;
+    if (this.#followFailedAt !== undefined) return;
+    this.#o.logger.error(message, { error: (error as Error).message });
+    this.#followFailedAt = this.#o.now();
+  }
+
+  /** `follow` succeeded after failing: the rings serve again. */
+  #followWorks(): void {
+    this.#followFailedAt = undefined;
+    this.#o.logger.info("the signing keys are up to date with the data again");
   }
 
   /**

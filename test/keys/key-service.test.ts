@@ -15,7 +15,8 @@ import { open, type RootDatabase } from "lmdb";
 import { key as lmdbKey } from "../../src/store/lmdb/lmdb-keys.ts";
 import { LMDB_FILE, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import type { KeySetRecord } from "../../src/store/store.ts";
-import { FakeClock, T0, buildTestApp, tempDir, type TestApp, type TestAppOptions } from "../helpers/app.ts";
+import { FakeClock, T0, buildTestApp, createProviderAndClient, tempDir, type TestApp, type TestAppOptions } from "../helpers/app.ts";
+import { expectError } from "../http/support.ts";
 import { newProjectId } from "../store/fixtures.ts";
 
 const PERIOD_S = 3600;
@@ -897,6 +898,46 @@ describe("KeyService follow", () => {
     expect(retry).toBeInstanceOf(Promise);
     await retry;
     expect(ring(b).kid).toBe(ring(a).kid);
+  });
+
+  test("a catch-up failing for a second: the stale keys neither sign nor are published (503) until one succeeds", async () => {
+    const { a, b, clock, logLines } = await followingPair();
+    const { providerId, clientId } = await createProviderAndClient(b);
+    const revoked = ring(a).kid;
+    await a.ctx.keys.revoke(a.ctx.projectId, revoked);
+    const store = b.ctx.store as unknown as Record<string, unknown>;
+    const original = store.getKeySet;
+    store.getKeySet = () => Promise.reject(new Error("disk gone"));
+    const tokens = () => b.api("POST", `/v1/providers/${providerId}/clients/${clientId}/tokens`, {});
+    // Within the second, the memory at hand serves.
+    expect((await tokens()).status).toBe(201);
+    clock.advance(1);
+    for (const res of [await tokens(), await b.request("GET", "/.well-known/jwks"), await b.request("GET", "/readyz")]) {
+      await expectError(res, 503, "unavailable");
+    }
+    expect(() => ring(b)).toThrow("cannot be brought up to date");
+    store.getKeySet = original;
+    const res = await tokens();
+    expect(res.status).toBe(201);
+    expect(decodeProtectedHeader(((await res.json()) as { accessToken: string }).accessToken).kid).toBe(ring(a).kid);
+    expect(jwksKids(b)).not.toContain(revoked);
+    expect(logLines.filter((line) => line.includes("up to date with the data again"))).toHaveLength(1);
+  });
+
+  test("reading the change counter failing for a second: 503 until it reads again", async () => {
+    const { b, clock, logLines } = await followingPair();
+    const store = b.ctx.store as unknown as { changeSeqNow: () => number };
+    const original = store.changeSeqNow;
+    store.changeSeqNow = () => {
+      throw new Error("counter gone");
+    };
+    expect(b.ctx.keys.follow()).toBeUndefined();
+    expect(ring(b).kid).toBeString();
+    clock.advance(1);
+    await expectError(await b.request("GET", "/.well-known/jwks"), 503, "unavailable");
+    expect(logLines.filter((line) => line.includes("reading the change counter failed"))).toHaveLength(1);
+    store.changeSeqNow = original;
+    expect((await b.request("GET", "/.well-known/jwks")).status).toBe(200);
   });
 
   test("a store that cannot tell cheaply (no changeSeqNow) leaves it to the tick", async () => {
