@@ -211,8 +211,9 @@ export function newProjectRecord(input: NewProject, instance: InstanceSettings, 
 
 /**
  * Creates a project; `conflict` when the slug or custom domain is taken. With `firstKeys`, its
- * first key set (made for the project's algorithm and rotation period) is stored with it in one write: a server that
- * finds the project finds its keys, and need not make them while its requests wait.
+ * first key set (made for the project's algorithm and rotation period) is stored with it in one
+ * write: a server that finds the project finds its keys, and need not make them while its
+ * requests wait.
  */
 export async function createProject(
   store: Store,
@@ -224,7 +225,8 @@ export async function createProject(
   const hosts = projectHostsProblem(instance);
   if (hosts !== undefined) throw new AppError("invalid_request", `Cannot create a project: ${hosts}.`);
   const record = newProjectRecord(input, instance, now);
-  const keySet = await firstKeys?.(record.id, { signingAlg: record.signingAlg ?? instance.signingAlg, rotationPeriod: record.keyRotationPeriod ?? instance.keyRotationPeriod });
+  const policy = { signingAlg: record.signingAlg ?? instance.signingAlg, rotationPeriod: record.keyRotationPeriod ?? instance.keyRotationPeriod };
+  const keySet = await firstKeys?.(record.id, policy);
   await store.createProject(record, keySet).catch(storeClash);
   return record;
 }

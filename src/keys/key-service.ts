@@ -351,7 +351,7 @@ export class KeyService {
       if (keysByState(set).next.alg !== policy.signingAlg || aheadMs > 0) {
         pending ??= this.#generate(projectId, "next");
         const key = await pending;
-        if (key.alg !== policy.signingAlg) return undefined; // the policy changed meanwhile; the next tick retries
+        if (key.alg !== policy.signingAlg) return recorded; // the policy changed meanwhile; the next tick retries
         const at = this.#o.now();
         outcome = aheadMs > 0 ? { aheadMs } : "replaced";
         return aheadMs > 0 ? rebaseKeySet(set, key, at) : replaceNextKey(set, { ...key, createdAt: at });
