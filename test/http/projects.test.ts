@@ -39,6 +39,11 @@ describe("projects", () => {
     t.request(method, path, body, { host, ...headers });
   const discovery = async (host: string) => json<Record<string, string>>(await atHost(host, "GET", "/.well-known/openid-configuration"));
   const jwks = async (host: string) => json<JSONWebKeySet>(await atHost(host, "GET", "/.well-known/jwks"));
+  /** Moves the clock on by `seconds` and runs a key maintenance pass, as the timer would. */
+  const tickAfter = async (seconds: number) => {
+    t.clock.advance(seconds);
+    await t.ctx.keys.tick();
+  };
 
   beforeEach(async () => {
     t = await buildTestApp({ publicUrl: PUBLIC });
@@ -266,18 +271,14 @@ describe("projects", () => {
     const first = await current();
     // The first rotation waits until the next key has been published for the former max-age, 300 s
     // (a JWKS without it may have been cached that long); from then on, every 120 s.
-    t.clock.advance(121);
-    await t.ctx.keys.tick();
+    await tickAfter(121);
     expect(await current()).toBe(first);
-    t.clock.advance(300 - 121);
-    await t.ctx.keys.tick();
+    await tickAfter(300 - 121);
     const second = await current();
     expect(second).not.toBe(first);
-    t.clock.advance(119);
-    await t.ctx.keys.tick();
+    await tickAfter(119);
     expect(await current()).toBe(second);
-    t.clock.advance(1);
-    await t.ctx.keys.tick();
+    await tickAfter(1);
     expect(await current()).not.toBe(second);
     await asAcme("PATCH", "/v1/project", { keyRotationPeriod: 0 });
     expect((await json<ProjectBody>(await asAcme("GET", "/v1/project"))).keyRotationPeriod).toBe(0);
@@ -307,15 +308,12 @@ describe("projects", () => {
       t.clock.advance(1);
     }
     // Then the new key signs, and the shorter period applies: the next rotation 60 s later.
-    t.clock.advance(1);
-    await t.ctx.keys.tick();
+    await tickAfter(1);
     const next = await issue();
     expect(cached).not.toContain(next);
-    t.clock.advance(59);
-    await t.ctx.keys.tick();
+    await tickAfter(59);
     expect(await issue()).toBe(next);
-    t.clock.advance(1);
-    await t.ctx.keys.tick();
+    await tickAfter(1);
     expect(await issue()).not.toBe(next);
   });
 
