@@ -69,8 +69,8 @@ export function patternRegExp(path: string): RegExp {
  * of one of the OAuth routes (any method). Every other path, an unknown one under /oauth/
  * included, takes `{code, message}`.
  */
-export const takesOAuthErrors = (routes: readonly Pick<RouteDef, "path">[], pathname: string): boolean =>
-  isOAuthPath(pathname) && routes.some((route) => isOAuthPath(route.path) && patternRegExp(route.path).test(pathname));
+export const takesOAuthErrors = (routes: readonly Pick<RouteDef, "method" | "path">[], pathname: string): boolean =>
+  isOAuthPath(pathname) && matchPath(routes, pathname) !== undefined;
 
 /** Finds the route pattern matching `pathname` and the methods it allows. */
 export function matchPath(routes: readonly Pick<RouteDef, "method" | "path">[], pathname: string): { path: string; methods: Method[] } | undefined {
