@@ -38,6 +38,11 @@ const ACCEPT_GRACE_MS = 100;
  * would otherwise fall on the first answers, a readiness probe's among them.
  */
 const HAND_OVER_DELAY_MS = 100;
+/**
+ * The runtime's limit on a request body (1 TiB): past any body a client sends, so that its empty
+ * 413 is never the answer. The runtime does not buffer a body nobody reads: the socket holds it.
+ */
+const MAX_RUNTIME_BODY_BYTES = 2 ** 40;
 
 /** Serves until a signal arrives; resolves with the exit code. The caller holds the data directory's lock. */
 export async function serve(ctx: AppContext): Promise<number> {
@@ -156,8 +161,10 @@ async function runServer(ctx: AppContext, role: ServerRole): Promise<number> {
   const { fetch } = buildFetch(ctx);
   const { host, port, metricsHost, metricsPort, logFile, logRetentionDays } = ctx.config;
   const server = listen("api", host, port, {
-    // Our own parser answers 413 with the JSON body; this only caps what Bun buffers.
-    maxRequestBodySize: Math.max(ctx.config.maxBodyBytes * 4, 1 << 20),
+    // The runtime's own 413 has no body: its limit is set past any body, so every body over
+    // TOKENMINT_MAX_BODY_BYTES gets the contract's JSON 413 from the body parser, which reads no
+    // more than that limit and one piece of a body (an unread body waits in the socket).
+    maxRequestBodySize: MAX_RUNTIME_BODY_BYTES,
     fetch,
     development: false,
     reusePort: role.worker,

@@ -225,6 +225,33 @@ describe("errors", () => {
       await expectError(await t.app.handle(request), 413, "payload_too_large");
     });
 
+    test("a streamed body that never ends is read no further than the limit and one piece, through the app and the direct lane", async () => {
+      const { providerId, clientId } = await createProviderAndClient(t);
+      const piece = new Uint8Array(8192).fill(0x20);
+      for (const path of ["/v1/providers", `/v1/providers/${providerId}/clients/${clientId}/tokens`]) {
+        let pulled = 0;
+        let cancelled = false;
+        const body = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            pulled += piece.byteLength;
+            controller.enqueue(piece);
+          },
+          cancel() {
+            cancelled = true;
+          },
+        });
+        const request = new Request(`http://localhost${path}`, {
+          method: "POST",
+          body,
+          headers: { authorization: `Bearer ${t.apiKey}`, "content-type": "application/json" },
+        });
+        await expectError(await t.fetch(request), 413, "payload_too_large", `larger than ${MAX_BODY} bytes`);
+        expect({ path, cancelled }).toEqual({ path, cancelled: true });
+        // The stream may pull a piece or two ahead of what is read.
+        expect(pulled).toBeLessThanOrEqual(MAX_BODY + 3 * piece.byteLength);
+      }
+    });
+
     test("a body of exactly the limit is read (and then validated)", async () => {
       const filler = MAX_BODY - JSON.stringify({ name: "a", description: "" }).length;
       const exact = JSON.stringify({ name: "a", description: "x".repeat(filler) });

@@ -16,12 +16,52 @@ import { isOAuthPath } from "../route.ts";
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json(?:\s*;.*)?$/i;
 const FORM_TYPE = /^application\/x-www-form-urlencoded(?:\s*;.*)?$/i;
 
+/**
+ * The body's bytes, reading no more of it than `maxBytes` and one piece beyond: a declared
+ * length is read whole when within the limit (the runtime reads no more than it declares); a
+ * body of unknown length (chunked) is read piece by piece and no further once past the limit,
+ * so the bytes returned are then longer than `maxBytes`. A declared length over the limit reads
+ * nothing and returns undefined. The runtime's own limit is set past any body (cli/serve.ts), so
+ * every body too large is refused here, with the contract's JSON.
+ */
+export async function readBodyWithin(request: Request, maxBytes: number): Promise<Uint8Array<ArrayBuffer> | undefined> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null) return Number(declared) <= maxBytes ? new Uint8Array(await request.arrayBuffer()) : undefined;
+  if (request.body === null) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const pieces: Uint8Array[] = [];
+  let length = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    pieces.push(value);
+    length += value.byteLength;
+    if (length > maxBytes) {
+      // What is left is not kept: the runtime drops it (tooLarge).
+      reader.cancel().catch(() => {});
+      break;
+    }
+  }
+  const bytes = new Uint8Array(length);
+  let at = 0;
+  for (const piece of pieces) {
+    bytes.set(piece, at);
+    at += piece.byteLength;
+  }
+  return bytes;
+}
+
+/**
+ * The 413 of a body over the limit. The connection stays open: the runtime reads the rest of the
+ * body and drops it, so the answer reaches a client still sending (closing with its bytes unread
+ * would reset the connection, and the client could lose the answer) and the next request follows.
+ */
+const tooLarge = (maxBytes: number) => new AppError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
+
 /** The body's bytes, within the size limit; 413 otherwise (declared or actual). */
 async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > maxBytes) throw new AppError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
-  const bytes = new Uint8Array(await request.arrayBuffer());
-  if (bytes.byteLength > maxBytes) throw new AppError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
+  const bytes = await readBodyWithin(request, maxBytes);
+  if (bytes === undefined || bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
   return bytes;
 }
 
