@@ -23,7 +23,7 @@ import "elysia"; // registers the string formats (date-time) the compiled checks
 import { authenticate, type Principal } from "../core/api-keys.ts";
 import { canonicalParams } from "../core/ids.ts";
 import type { AppContext } from "../context.ts";
-import { parseFormBytes, parseJsonBytes, readBodyWithin } from "./plugins/body-parser.ts";
+import { parseFormBytes, parseJsonBytes, readUnknownLength } from "./plugins/body-parser.ts";
 import { errorAnswer } from "./plugins/error-handler.ts";
 import { logRequest } from "./plugins/request-log.ts";
 import { isManagementPath } from "./plugins/auth.ts";
@@ -140,15 +140,16 @@ export function directLane(ctx: AppContext, routes: readonly RouteDef[], app: Fu
         return app.handle(request);
       }
     }
-    let bytes: Uint8Array<ArrayBuffer> | undefined;
+    // A declared length over the limit is refused by the app before anything is read.
+    const declared = request.headers.get("content-length");
+    if (declared !== null && !(Number(declared) <= maxBytes)) return app.handle(request);
+    let bytes: Uint8Array<ArrayBuffer>;
     try {
-      bytes = await readBodyWithin(request, maxBytes);
+      bytes = declared === null ? await readUnknownLength(request, maxBytes) : new Uint8Array(await request.arrayBuffer());
     } catch (error) {
       // The body could not be read (the client went away): answered as the app's parser failing.
       return finish(request, lane, pathname, started, fail(error, request, lane, { headers: {} }, "PARSE"));
     }
-    // A declared length over the limit is refused by the app before anything is read.
-    if (bytes === undefined) return app.handle(request);
     let body: unknown;
     let parsed = bytes.byteLength <= maxBytes;
     if (parsed) {

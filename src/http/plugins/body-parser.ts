@@ -17,16 +17,13 @@ const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json(?:\s*;.*)?$/i;
 const FORM_TYPE = /^application\/x-www-form-urlencoded(?:\s*;.*)?$/i;
 
 /**
- * The body's bytes, reading no more of it than `maxBytes` and one piece beyond: a declared
- * length is read whole when within the limit (the runtime reads no more than it declares); a
- * body of unknown length (chunked) is read piece by piece and no further once past the limit,
- * so the bytes returned are then longer than `maxBytes`. A declared length over the limit reads
- * nothing and returns undefined. The runtime's own limit is set past any body (cli/serve.ts), so
- * every body too large is refused here, with the contract's JSON.
+ * The bytes of a body of unknown length (chunked, no `Content-Length`), read piece by piece and
+ * no further once past `maxBytes`: the bytes returned are then longer than `maxBytes`. Callers
+ * read a body of declared length whole, once the length is within the limit (the runtime reads
+ * no more than it declares). The runtime's own limit is set past any body (cli/serve.ts), so
+ * every body too large is refused by tokenmint, with the contract's JSON.
  */
-export async function readBodyWithin(request: Request, maxBytes: number): Promise<Uint8Array<ArrayBuffer> | undefined> {
-  const declared = request.headers.get("content-length");
-  if (declared !== null) return Number(declared) <= maxBytes ? new Uint8Array(await request.arrayBuffer()) : undefined;
+export async function readUnknownLength(request: Request, maxBytes: number): Promise<Uint8Array<ArrayBuffer>> {
   if (request.body === null) return new Uint8Array(0);
   const reader = request.body.getReader();
   const pieces: Uint8Array[] = [];
@@ -60,8 +57,10 @@ const tooLarge = (maxBytes: number) => new AppError("payload_too_large", `The re
 
 /** The body's bytes, within the size limit; 413 otherwise (declared or actual). */
 async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
-  const bytes = await readBodyWithin(request, maxBytes);
-  if (bytes === undefined || bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
+  const declared = request.headers.get("content-length");
+  if (declared !== null && !(Number(declared) <= maxBytes)) throw tooLarge(maxBytes);
+  const bytes = declared === null ? await readUnknownLength(request, maxBytes) : new Uint8Array(await request.arrayBuffer());
+  if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
   return bytes;
 }
 
