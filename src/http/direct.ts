@@ -23,7 +23,7 @@ import "elysia"; // registers the string formats (date-time) the compiled checks
 import { authenticate, type Principal } from "../core/api-keys.ts";
 import { canonicalParams } from "../core/ids.ts";
 import type { AppContext } from "../context.ts";
-import { parseFormBytes, parseJsonBytes, readUnknownLength } from "./plugins/body-parser.ts";
+import { bodyBytes, parseFormBytes, parseJsonBytes } from "./plugins/body-parser.ts";
 import { errorAnswer } from "./plugins/error-handler.ts";
 import { logRequest } from "./plugins/request-log.ts";
 import { isManagementPath } from "./plugins/auth.ts";
@@ -140,12 +140,12 @@ export function directLane(ctx: AppContext, routes: readonly RouteDef[], app: Fu
         return app.handle(request);
       }
     }
+    const reading = bodyBytes(request, maxBytes);
     // A declared length over the limit is refused by the app before anything is read.
-    const declared = request.headers.get("content-length");
-    if (declared !== null && !(Number(declared) <= maxBytes)) return app.handle(request);
+    if (reading === undefined) return app.handle(request);
     let bytes: Uint8Array<ArrayBuffer>;
     try {
-      bytes = declared === null ? await readUnknownLength(request, maxBytes) : new Uint8Array(await request.arrayBuffer());
+      bytes = await reading;
     } catch (error) {
       // The body could not be read (the client went away): answered as the app's parser failing.
       return finish(request, lane, pathname, started, fail(error, request, lane, { headers: {} }, "PARSE"));

@@ -18,12 +18,9 @@ const FORM_TYPE = /^application\/x-www-form-urlencoded(?:\s*;.*)?$/i;
 
 /**
  * The bytes of a body of unknown length (chunked, no `Content-Length`), read piece by piece and
- * no further once past `maxBytes`: the bytes returned are then longer than `maxBytes`. Callers
- * read a body of declared length whole, once the length is within the limit (the runtime reads
- * no more than it declares). The runtime's own limit is set past any body (cli/serve.ts), so
- * every body too large is refused by tokenmint, with the contract's JSON.
+ * no further once past `maxBytes`: the bytes returned are then longer than `maxBytes`.
  */
-export async function readUnknownLength(request: Request, maxBytes: number): Promise<Uint8Array<ArrayBuffer>> {
+async function readUnknownLength(request: Request, maxBytes: number): Promise<Uint8Array<ArrayBuffer>> {
   if (request.body === null) return new Uint8Array(0);
   const reader = request.body.getReader();
   const pieces: Uint8Array[] = [];
@@ -49,6 +46,20 @@ export async function readUnknownLength(request: Request, maxBytes: number): Pro
 }
 
 /**
+ * The bytes of a request's body, reading no more of it than `maxBytes` and one piece: a declared
+ * length over the limit reads nothing (undefined); one within it is read whole (the runtime reads
+ * no more than it declares); a body of unknown length stops one piece past the limit, so the
+ * bytes are then longer than `maxBytes`. The runtime's own limit is set past any body
+ * (cli/serve.ts), so every body too large is refused by tokenmint, with the contract's JSON. Not
+ * an async function: the token path awaits the runtime's read itself, with no step between.
+ */
+export function bodyBytes(request: Request, maxBytes: number): Promise<Uint8Array<ArrayBuffer>> | undefined {
+  const declared = request.headers.get("content-length");
+  if (declared === null) return readUnknownLength(request, maxBytes);
+  return Number(declared) <= maxBytes ? request.bytes() : undefined;
+}
+
+/**
  * The 413 of a body over the limit. The connection stays open: the runtime reads the rest of the
  * body and drops it, so the answer reaches a client still sending (closing with its bytes unread
  * would reset the connection, and the client could lose the answer) and the next request follows.
@@ -57,10 +68,8 @@ const tooLarge = (maxBytes: number) => new AppError("payload_too_large", `The re
 
 /** The body's bytes, within the size limit; 413 otherwise (declared or actual). */
 async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
-  const declared = request.headers.get("content-length");
-  if (declared !== null && !(Number(declared) <= maxBytes)) throw tooLarge(maxBytes);
-  const bytes = declared === null ? await readUnknownLength(request, maxBytes) : new Uint8Array(await request.arrayBuffer());
-  if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
+  const bytes = await bodyBytes(request, maxBytes);
+  if (bytes === undefined || bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
   return bytes;
 }
 
