@@ -31,11 +31,11 @@ import {
   nextPruneAt,
   pruneKeySet,
   rebaseKeySet,
-  recordMaxAge,
   replaceNextKey,
   revokeKey,
   rotateKeySet,
   scheduledRotationAt,
+  withMaxAge,
 } from "./lifecycle.ts";
 import type { SignerFactory } from "./signers/factory.ts";
 
@@ -338,10 +338,8 @@ export class KeyService {
       const policy = this.#policy(projectId);
       const maxAge = jwksMaxAge(policy.rotationPeriod);
       // The max-age served now is recorded first: a shortened one holds back the next key while a
-      // JWKS fetched under the longer one may still be cached (lifecycle.ts recordMaxAge). What
-      // follows builds on it, within the one version step of this swap.
-      const recorded = recordMaxAge(stored, maxAge, now);
-      const set = recorded === undefined ? stored : { ...recorded, version: stored.version };
+      // JWKS fetched under the longer one may still be cached.
+      const { set, recorded } = withMaxAge(stored, maxAge, now);
       // A next key of another algorithm, or one the clock has not reached (it went back), is
       // replaced by one made now; the second case also counts rotations from now.
       const aheadMs = aheadOfClock(set, now);
@@ -390,8 +388,7 @@ export class KeyService {
       const maxAge = this.#o.rotationWait?.(projectId) ?? this.jwksMaxAge(projectId);
       // The max-age served now counts as #maintain records it (a tick may not have run since it
       // changed). A command that does not know the server's settings waits the bound instead.
-      const recorded = this.#o.rotationWait === undefined ? recordMaxAge(stored, maxAge, this.#o.now()) : undefined;
-      const set = recorded === undefined ? stored : { ...recorded, version: stored.version };
+      const set = this.#o.rotationWait === undefined ? withMaxAge(stored, maxAge, this.#o.now()).set : stored;
       const readyAt = nextKeyReadyAt(set, maxAge);
       if (this.#o.now() < readyAt) {
         throw new AppError(

@@ -86,6 +86,16 @@ export function recordMaxAge(set: KeySetRecord, maxAgeS: number, now: number): K
   return { ...set, version: set.version + 1, servedMaxAge: maxAgeS, ...(cachedUntil === undefined ? {} : { cachedUntil }) };
 }
 
+/**
+ * `stored` with `maxAgeS` recorded as the JWKS max-age it is served with (`recordMaxAge`): `set`,
+ * at the stored version, for a swap to build on within its one version step, and `recorded`,
+ * that write alone (undefined when there is nothing to record).
+ */
+export function withMaxAge(stored: KeySetRecord, maxAgeS: number, now: number): { set: KeySetRecord; recorded: KeySetRecord | undefined } {
+  const recorded = recordMaxAge(stored, maxAgeS, now);
+  return { set: recorded === undefined ? stored : { ...recorded, version: stored.version }, recorded };
+}
+
 /** Whether the set records another max-age than `maxAgeS`: `recordMaxAge` has something to write. */
 export const maxAgeChanged = (set: KeySetRecord, maxAgeS: number) => servedMaxAgeOf(set) !== maxAgeS;
 
