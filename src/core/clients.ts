@@ -6,6 +6,7 @@
 import { AppError } from "../errors.ts";
 import type { ClientRecord, Page, Store } from "../store/store.ts";
 import { uuidv7 } from "./ids.ts";
+import { isEmptyPatch } from "./patch.ts";
 
 export interface ClientInput {
   name: string;
@@ -31,7 +32,9 @@ export async function listClients(store: Store, projectId: string, providerId: s
   return store.listClients(projectId, providerId, { limit, after });
 }
 
+/** Applies `patch` to the client; an empty one writes nothing. 404 `not_found` when it does not exist. */
 export function updateClient(store: Store, projectId: string, providerId: string, id: string, patch: Partial<ClientInput>, now: number): Promise<ClientRecord> {
+  if (isEmptyPatch(patch)) return getClient(store, projectId, providerId, id);
   return store.updateClient(projectId, providerId, id, (c) => ({ ...c, ...patch, updatedAt: now }));
 }
 

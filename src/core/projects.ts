@@ -11,6 +11,7 @@ import { AppError } from "../errors.ts";
 import { MAX_TOKEN_LIFETIME_S } from "../keys/lifecycle.ts";
 import type { KeySetRecord, ProjectRecord, ProjectSettings, Store } from "../store/store.ts";
 import { uuidv7 } from "./ids.ts";
+import { isEmptyPatch } from "./patch.ts";
 import { isPlainText } from "./text.ts";
 import { DEFAULT_TOKEN_LIFETIME_S } from "./tokens.ts";
 
@@ -231,10 +232,12 @@ export async function createProject(
   return record;
 }
 
-/** Applies `change` to the project; `conflict` when the custom domain belongs to another project. */
+/** Applies `change` to the project (an empty one writes nothing); `conflict` when the custom domain belongs to another project. */
 export async function updateProject(store: Store, projectId: string, change: ProjectChange, instance: InstanceSettings, now: number): Promise<ProjectRecord> {
-  if (Object.values(change).every((value) => value === undefined)) {
-    throw new AppError("invalid_request", "Send at least one of name, signingAlg, keyRotationPeriod, defaultTokenLifetime, customDomain.");
+  if (isEmptyPatch(change)) {
+    const current = await store.getProject(projectId);
+    if (current === undefined) throw new AppError("not_found", "The project no longer exists.");
+    return current;
   }
   return store
     .updateProject(projectId, (current) => ({ ...applyChange(current, change, instance), updatedAt: now }))

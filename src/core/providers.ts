@@ -6,6 +6,7 @@
 import { AppError } from "../errors.ts";
 import type { Page, ProviderRecord, Store } from "../store/store.ts";
 import { uuidv7 } from "./ids.ts";
+import { isEmptyPatch } from "./patch.ts";
 
 export interface ProviderInput {
   name: string;
@@ -36,7 +37,9 @@ export function listProviders(store: Store, projectId: string, limit: number, af
   return store.listProviders(projectId, { limit, after });
 }
 
+/** Applies `patch` to the provider; an empty one writes nothing. 404 `not_found` when it does not exist. */
 export function updateProvider(store: Store, projectId: string, id: string, patch: Partial<ProviderInput>, now: number): Promise<ProviderRecord> {
+  if (isEmptyPatch(patch)) return getProvider(store, projectId, id);
   return store.updateProvider(projectId, id, (p) => ({ ...p, ...patch, updatedAt: now }));
 }
 

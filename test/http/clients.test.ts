@@ -86,6 +86,18 @@ describe("clients: success shapes", () => {
     expect(await bodyOf(res2)).toEqual({ ...created, name: "new", audience: "aud-2" });
   });
 
+  test("PATCH with no field answers the client as it is and writes nothing", async () => {
+    const created = await create(t, providerId, { name: "same", audience: "aud-kept" });
+    const stored = await t.ctx.store.getClient(t.ctx.projectId, providerId, created.id);
+    t.clock.advance(5);
+    const res = await t.api("PATCH", `/v1/providers/${providerId}/clients/${created.id}`, {});
+    expect(res.status).toBe(200);
+    expect(await bodyOf(res)).toEqual(created);
+    expect(await bodyOf(await t.api("GET", `/v1/providers/${providerId}/clients/${created.id}`))).toEqual(created);
+    expect(await t.ctx.store.getClient(t.ctx.projectId, providerId, created.id)).toEqual(stored);
+    await expectError(await t.api("PATCH", `/v1/providers/${providerId}/clients/${UNKNOWN_ID}`, {}), 404, "not_found");
+  });
+
   test("PATCH audience changes the aud of tokens issued afterwards", async () => {
     const created = await create(t, providerId, { name: "w", audience: "https://before.example.test" });
     const tokens = `/v1/providers/${providerId}/clients/${created.id}/tokens`;

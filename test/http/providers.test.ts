@@ -106,6 +106,18 @@ describe("providers: success shapes", () => {
     expect(await bodyOf(await t.api("GET", `/v1/providers/${created.id}`))).toEqual({ ...created, name: "new", description: "changed" });
   });
 
+  test("PATCH with no field answers the provider as it is and writes nothing", async () => {
+    const created = await create(t, { name: "same", description: "kept" });
+    const stored = await t.ctx.store.getProvider(t.ctx.projectId, created.id);
+    t.clock.advance(5);
+    const res = await t.api("PATCH", `/v1/providers/${created.id}`, {});
+    expect(res.status).toBe(200);
+    expect(await bodyOf(res)).toEqual(created);
+    expect(await bodyOf(await t.api("GET", `/v1/providers/${created.id}`))).toEqual(created);
+    expect(await t.ctx.store.getProvider(t.ctx.projectId, created.id)).toEqual(stored);
+    await expectError(await t.api("PATCH", `/v1/providers/${UNKNOWN_ID}`, {}), 404, "not_found");
+  });
+
   test("DELETE answers 204 with no body, then GET is 404", async () => {
     const created = await create(t, { name: "gone" });
     const res = await t.api("DELETE", `/v1/providers/${created.id}`);
