@@ -41,7 +41,7 @@
  * both servers run at once and their token routes are loaded alternately, three rounds, the
  * median of each (`scale ...` and `empty ...` figures).
  *
- * Prints every figure and ratio and writes them as JSON. Requires wrk (Debian: `apt-get install
+ * Prints the machine (scripts/bench/machine.ts), every figure and ratio, and writes them as JSON. Requires wrk (Debian: `apt-get install
  * wrk`) and openssl; the peer needs node and npm (and the npm registry).
  */
 import { cpus, tmpdir } from "node:os";
@@ -49,6 +49,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createRemoteJWKSet, importJWK, jwtVerify, type JWK } from "jose";
+import { machineLine, thisMachine } from "./bench/machine.ts";
 import { installPeer, PEER_CLIENT, startPeer, type PeerInstall } from "./bench/peer.ts";
 import { haveWrk, runWrk, type LoadResult, type LoadSpec } from "./bench/wrk.ts";
 
@@ -702,11 +703,12 @@ if (scale !== undefined) {
   ratios[`scale idle RSS / empty`] = ratio(scale.startup.idleRssMiB, scale.emptyStartup.idleRssMiB);
 }
 
+const machine = thisMachine();
 const fmt = (n: number | undefined, digits = 0) => (n === undefined || Number.isNaN(n) ? "-" : n.toFixed(digits));
 /** The lowest and highest of a figure over the rounds. */
 const spread = (values: readonly number[], digits = 0) => `${fmt(Math.min(...values), digits)}–${fmt(Math.max(...values), digits)}`;
 console.log(
-  `\nmachine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}; wrk ${threads} threads, ${connections} connections, ${seconds} s after ${warmup} s warm-up; ${rounds} round(s), the median of each figure, errors over all\n`,
+  `\nmachine: ${machineLine(machine)}; wrk ${threads} threads, ${connections} connections, ${seconds} s after ${warmup} s warm-up; ${rounds} round(s), the median of each figure, errors over all\n`,
 );
 console.log("figure                       req/s     p50 ms  p99 ms  max ms  errors  server cpu  rss MiB  req/s over rounds");
 for (const [name, m] of Object.entries(figures)) {
@@ -749,6 +751,6 @@ for (const [name, value] of Object.entries(ratios)) console.log(`${name.padEnd(3
 const out = resolve(values.out as string);
 writeFileSync(
   out,
-  `${JSON.stringify({ machine: { cores: cpus().length, cpu: cpus()[0]?.model }, settings: { threads, connections, seconds, warmup, rounds, pacedShare: PACED_SHARE, floorProcesses: cpus().length, floorGetBytes: jwksBytes }, figures, paced, startup, scale, signers, signing: { runtime, openssl }, ceiling, peer, ratios, rounds: { perSecond: Object.fromEntries(Object.entries(runs).map(([name, m]) => [name, m.map((r) => Math.round(r.perSecond))])), pacedP99Ms: Object.fromEntries(Object.entries(pacedRuns).map(([name, m]) => [name, m.map((r) => r.p99Ms)])), signing: signingRuns } }, null, 2)}\n`,
+  `${JSON.stringify({ machine, settings: { threads, connections, seconds, warmup, rounds, pacedShare: PACED_SHARE, floorProcesses: cpus().length, floorGetBytes: jwksBytes }, figures, paced, startup, scale, signers, signing: { runtime, openssl }, ceiling, peer, ratios, rounds: { perSecond: Object.fromEntries(Object.entries(runs).map(([name, m]) => [name, m.map((r) => Math.round(r.perSecond))])), pacedP99Ms: Object.fromEntries(Object.entries(pacedRuns).map(([name, m]) => [name, m.map((r) => r.p99Ms)])), signing: signingRuns } }, null, 2)}\n`,
 );
 console.log(`\nwrote ${out}`);
