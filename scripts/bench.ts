@@ -41,8 +41,9 @@
  * both servers run at once and their token routes are loaded alternately, three rounds, the
  * median of each (`scale ...` and `empty ...` figures).
  *
- * Prints the machine (scripts/bench/machine.ts), every figure and ratio, and writes them as JSON. Requires wrk (Debian: `apt-get install
- * wrk`) and openssl; the peer needs node and npm (and the npm registry).
+ * Prints the machine (scripts/bench/machine.ts), every figure and ratio, and writes them as JSON.
+ * Requires wrk (Debian: `apt-get install wrk`) and openssl; the peer needs node and npm (and the
+ * npm registry).
  */
 import { cpus, tmpdir } from "node:os";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
