@@ -232,17 +232,20 @@ export async function createProject(
   return record;
 }
 
+/** The answer to a change of a project deleted meanwhile. */
+const projectGone = () => new AppError("not_found", "The project no longer exists.");
+
 /** Applies `change` to the project (an empty one writes nothing); `conflict` when the custom domain belongs to another project. */
 export async function updateProject(store: Store, projectId: string, change: ProjectChange, instance: InstanceSettings, now: number): Promise<ProjectRecord> {
   if (isEmptyPatch(change)) {
     const current = await store.getProject(projectId);
-    if (current === undefined) throw new AppError("not_found", "The project no longer exists.");
+    if (current === undefined) throw projectGone();
     return current;
   }
   return store
     .updateProject(projectId, (current) => ({ ...applyChange(current, change, instance), updatedAt: now }))
     .catch((error: { kind?: string }) => {
-      if (error.kind === "not_found") throw new AppError("not_found", "The project no longer exists.");
+      if (error.kind === "not_found") throw projectGone();
       return storeClash(error);
     });
 }
