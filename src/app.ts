@@ -9,6 +9,7 @@ import { Elysia } from "elysia";
 import type { AppContext } from "./context.ts";
 import { openApiDocument } from "./http/openapi.ts";
 import { directLane } from "./http/direct.ts";
+import { NO_PRINCIPAL, type Principal } from "./core/api-keys.ts";
 import { auth, isManagementPath, type Principals } from "./http/plugins/auth.ts";
 import { bodyParser } from "./http/plugins/body-parser.ts";
 import { errorAnswer, errorHandler } from "./http/plugins/error-handler.ts";
@@ -75,14 +76,29 @@ export function routeTable(ctx: AppContext): RouteDef[] {
   return table;
 }
 
+/**
+ * The caller a route's handler gets: the API key's, which the auth hook set for every /v1 path.
+ * A /v1 route without one would be a request the hook let through: never served as nobody's.
+ */
+function principalOf(principals: Principals, request: Request, needsKey: boolean): Principal {
+  const principal = principals.get(request);
+  if (principal !== undefined || !needsKey) return principal ?? NO_PRINCIPAL;
+  throw new Error("a /v1 route was reached without an authenticated API key");
+}
+
 export function buildApp(ctx: AppContext, routes: RouteDef[] = routeTable(ctx)) {
   const principals: Principals = new WeakMap();
-  const app = new Elysia({ normalize: false, aot: true })
+  // The router takes a request's path from its URL as Bun.serve gives it (`http://` + the Host
+  // header): it is found after the scheme alone (`standardHostname: false`). Elysia's default
+  // skips the first 11 characters, so a Host of one to three characters shifted the path the
+  // router saw away from the one every check of the request reads.
+  const app = new Elysia({ normalize: false, aot: true, handler: { standardHostname: false } })
     .use(errorHandler(ctx.logger, routes))
     .use(requestLog(ctx.logger, routes, ctx.metrics))
     .use(auth(ctx, principals))
     .use(bodyParser(ctx.config.maxBodyBytes));
   for (const route of routes) {
+    const needsKey = isManagementPath(route.path);
     app.route(
       route.method,
       route.path,
@@ -93,16 +109,16 @@ export function buildApp(ctx: AppContext, routes: RouteDef[] = routeTable(ctx)) 
           query: c.query,
           body: c.body,
           request: c.request,
-          principal: principals.get(c.request) ?? { projectId: "", apiKeyId: "" },
+          principal: principalOf(principals, c.request, needsKey),
           set: c.set,
         });
       }) as never,
       {
         params: route.params,
         // A management route refuses query parameters it does not know, as it refuses unknown body fields.
-        query: route.query ?? (isManagementPath(route.path) ? NO_QUERY : undefined),
+        query: route.query ?? (needsKey ? NO_QUERY : undefined),
         // A write without input (a DELETE) refuses a body with fields, as every route refuses unknown fields.
-        body: route.body ?? (isManagementPath(route.path) && route.method !== "GET" ? EmptyBody : undefined),
+        body: route.body ?? (needsKey && route.method !== "GET" ? EmptyBody : undefined),
         response: route.success.schema ? { [route.success.status]: route.success.schema } : undefined,
       } as never,
     );

@@ -19,6 +19,9 @@ export interface Principal {
   apiKeyId: string;
 }
 
+/** The caller of a route that takes no API key (discovery, the OAuth endpoints). */
+export const NO_PRINCIPAL: Principal = Object.freeze({ projectId: "", apiKeyId: "" });
+
 /** Resolves an Authorization header to a principal, or throws 401 `unauthorized`. */
 export async function authenticate(store: Store, authorization: string | null, now: number): Promise<Principal> {
   const challenge = { "www-authenticate": 'Bearer realm="tokenmint"' };

@@ -20,7 +20,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import "elysia"; // registers the string formats (date-time) the compiled checks use
-import { authenticate, type Principal } from "../core/api-keys.ts";
+import { authenticate, NO_PRINCIPAL } from "../core/api-keys.ts";
 import { canonicalParams } from "../core/ids.ts";
 import type { AppContext } from "../context.ts";
 import { bodyBytes, parseFormBytes, parseJsonBytes } from "./plugins/body-parser.ts";
@@ -64,8 +64,6 @@ function checkOf(schema: TSchema | undefined): Check | undefined {
 class AnswerMismatch extends Error {
   override name = "AnswerMismatch";
 }
-
-const NO_PRINCIPAL: Principal = Object.freeze({ projectId: "", apiKeyId: "" });
 
 function prepare(route: RouteDef): Lane {
   if (route.query !== undefined) throw new Error(`direct route ${route.method} ${route.path} has a query schema`);

@@ -126,6 +126,80 @@ describe("a request without a usable Host header", () => {
   });
 });
 
+/**
+ * Bun.serve builds `request.url` as `http://` + the Host header + the target. A Host of one to
+ * three characters makes the path start before the URL's 12th character; the router must still
+ * see the very path every check of the request reads.
+ */
+describe("a Host header of one to three characters", () => {
+  let t: TestApp;
+  let server: ReturnType<typeof Bun.serve>;
+  const lines: string[] = [];
+  let tokensPath = "";
+  beforeAll(async () => {
+    t = await buildTestApp({ logLines: lines });
+    const { providerId, clientId } = await createProviderAndClient(t);
+    tokensPath = `/v1/providers/${providerId}/clients/${clientId}/tokens`;
+    server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: t.fetch, development: false });
+  });
+  afterAll(async () => {
+    await server.stop(true);
+    await t.close();
+  });
+  const send = (method: string, path: string, host: string, extra: string[] = [], body = "") =>
+    raw(server.port as number, [`${method} ${path} HTTP/1.1`, `Host: ${host}`, ...extra], body);
+  const json = ["Content-Type: application/json"];
+  const withKey = () => [`Authorization: Bearer ${t.apiKey}`];
+
+  test("a path that is a /v1 path only past the host's length is no way around the API key", async () => {
+    // With the router reading from the 12th character on, each of these reached createProvider without a key.
+    const sneaky: [string, string][] = [
+      ["a", "/xy/v1/providers"],
+      ["ab", "/x/v1/providers"],
+      ["abc", "//v1/providers"],
+      ["a:1", "//v1/providers"],
+    ];
+    for (const [host, path] of sneaky) {
+      for (const extra of [[], withKey()]) {
+        const answer = await send("POST", path, host, [...json, ...extra], '{"name":"sneaky"}');
+        const label = `${host} ${path}`;
+        expect({ label, status: answer.status, code: (JSON.parse(answer.body) as { code: string }).code }).toEqual({ label, status: 404, code: "not_found" });
+      }
+    }
+    // Nothing was written, under the caller's project or under none.
+    for (const projectId of [t.ctx.projectId, ""]) {
+      const page = await t.ctx.store.listProviders(projectId, { limit: 100 });
+      expect(page.items.map((p) => p.name)).toEqual(projectId === "" ? [] : ["payments"]);
+    }
+  });
+
+  test("every route is routed by its own path and needs its API key", async () => {
+    for (const host of ["a", "ab", "abc", "a:1"]) {
+      expect({ host, status: (await send("GET", "/v1/providers", host)).status }).toEqual({ host, status: 401 });
+      const listed = await send("GET", "/v1/providers", host, withKey());
+      expect({ host, status: listed.status }).toEqual({ host, status: 200 });
+      expect((JSON.parse(listed.body) as { items: { name: string }[] }).items.map((p) => p.name)).toEqual(["payments"]);
+      expect({ host, status: (await send("GET", "/v1/keys", host, withKey())).status }).toEqual({ host, status: 200 });
+      expect({ host, status: (await send("POST", tokensPath, host, withKey())).status }).toEqual({ host, status: 201 });
+      expect({ host, status: (await send("GET", "/v1/nothing-here", host, withKey())).status }).toEqual({ host, status: 404 });
+      const preflight = await send("OPTIONS", "/.well-known/jwks", host);
+      expect({ host, status: preflight.status }).toEqual({ host, status: 204 });
+      expect(preflight.headers).toContain("access-control-allow-methods: get, head");
+      expect({ host, status: (await send("GET", "/healthz", host)).status }).toEqual({ host, status: 200 });
+    }
+  });
+
+  test("discovery reached through the app is still never logged; management lines carry the pattern", async () => {
+    lines.length = 0;
+    await send("OPTIONS", "/.well-known/jwks", "ab");
+    await send("OPTIONS", "/.well-known/openid-configuration", "a");
+    expect(lines).toEqual([]);
+    await send("GET", "/v1/providers", "ab", withKey());
+    expect(lines.length).toBe(1);
+    expect(JSON.parse(lines[0] as string)).toMatchObject({ msg: "request", method: "GET", route: "/v1/providers", status: 200 });
+  });
+});
+
 describe("the metrics listener", () => {
   test("answers a scrape without a usable Host header, and 404 JSON for other paths, never a 500", async () => {
     const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: metricsHandler(() => "up 1\n"), development: false });
