@@ -47,6 +47,43 @@ async function withDir(body: (path: string) => Promise<void>): Promise<void> {
 const A = newProjectId(T0);
 
 
+describe("lmdb store: a write resolves once it is on disk", () => {
+  /**
+   * lmdb commits without a sync and flushes after (its overlappingSync): a commit is visible at
+   * once, on disk only at `flushed`. The store over an environment whose `flushed` the test holds
+   * back must not resolve a write, counted or not, before it is let go.
+   */
+  test("a committed write is not answered before lmdb's flush of it", () =>
+    withDir(async (path) => {
+      const real = open({ path: join(path, LMDB_FILE), encoding: "json", compression: false }) as RootDatabase<unknown, string>;
+      let release = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const held = new Proxy(real, {
+        get(target, name) {
+          if (name === "flushed") return gate.then(() => target.flushed);
+          const value = Reflect.get(target, name, target) as unknown;
+          return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+      const store = new LmdbStore(held, join(path, LMDB_FILE), false);
+      const provider = providerRecord(A, T0);
+      const settled: string[] = [];
+      const counted = store.createProvider(provider).then(() => settled.push("provider"));
+      const uncounted = store.useAssertionJti(A, "client", "jti-1", T0 + 60_000, T0).then(() => settled.push("jti"));
+      // Committed: readable, but not yet answered.
+      for (let i = 0; i < 200 && (await store.getProvider(A, provider.id)) === undefined; i++) await Bun.sleep(5);
+      expect(await store.getProvider(A, provider.id)).toEqual(provider);
+      await Bun.sleep(50);
+      expect(settled).toEqual([]);
+      release();
+      await Promise.all([counted, uncounted]);
+      expect(settled.sort()).toEqual(["jti", "provider"]);
+      await store.close();
+    }));
+});
+
 describe("lmdb store: changeSeqNow and the announcements of commits", () => {
   /** A second writer on the same data whose commits are not announced: one that died between its commit and its announcement. */
   const silentWriter = (path: string) =>

@@ -2,8 +2,8 @@
  * @module store/lmdb
  * The embedded default store: one LMDB environment, one file (`tokenmint.mdb`) in the data
  * directory. Every record kind has its own key prefix with the project first (lmdb-keys.ts), so
- * a listing is one range scan and never crosses projects. Writes run in lmdb transactions whose
- * promise resolves only once the commit is flushed, so a resolved write is durable. Several
+ * a listing is one range scan and never crosses projects. Writes run in lmdb transactions and
+ * resolve only once their commit is flushed to disk, so a resolved write is durable. Several
  * processes (the server and the CLI) may use the file at once; LMDB serializes their writers.
  * A client, its client-id index, its secrets and its public keys change together, in one
  * transaction. A revoked token and a used assertion jti are each kept twice (by id, and by
@@ -281,6 +281,11 @@ export class LmdbStore implements Store {
    * write (of any process) is seen by `changeSeq`; a body that throws aborts both. A disk without
    * the room a commit needs (`#makeRoom`) refuses it before anything is written; a commit that
    * fails all the same is `unavailable` with its reason (commitFailure), and nothing of it is kept.
+   * It resolves once the commit is on disk. lmdb commits without a sync and flushes right after
+   * (its `overlappingSync`), so the writer lock is not held meanwhile; after a crash it keeps a
+   * commit that was not flushed yet only if it reads the same boot id again, which it cannot
+   * where /proc/sys is hidden (systemd's `ProcSubset=pid`). Waiting for `flushed` makes the answer
+   * durable either way.
    */
   #write<T>(body: () => T, uncounted = false): Promise<T> {
     if (this.#readOnly) return Promise.reject(new StoreError("unavailable", "the store is open read-only"));
@@ -299,11 +304,11 @@ export class LmdbStore implements Store {
         return result;
       })
       .catch((error: unknown) => commitFailure(error, this.#path));
-    if (uncounted || this.#announced === undefined) return committed;
-    // Announced once committed, before the caller learns of it (see changeSeqNow).
+    // Announced once committed (other processes may read it from then on, see changeSeqNow),
+    // before the caller learns of it, which is once it is flushed.
     return committed.then((result) => {
       if (seq !== undefined && this.#announced !== undefined) this.#announced[0] = seq;
-      return result;
+      return this.#db.flushed.then(() => result);
     });
   }
 
