@@ -5,10 +5,11 @@
  * A key is generated (mode 0600, with a warning) only at the default path and only while the data
  * holds no sealed keys yet; an existing key is never replaced.
  */
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { base64url } from "jose";
 import type { Config } from "../config/schema.ts";
+import { placeFile } from "../store/lmdb/lmdb-file.ts";
 
 /** A problem with the master key that must stop start-up. */
 export class MasterKeyError extends Error {
@@ -85,13 +86,37 @@ export function resolveMasterKey(config: Config, dataHasKeys: boolean): MasterKe
     );
   }
   try {
-    writeFileSync(path, `${generateMasterKeyText()}\n`, { mode: 0o600, flag: "wx" });
+    if (!writeKeyFile(path, `${generateMasterKeyText()}\n`)) {
+      // Another process (the CLI beside a starting server) generated it first: use that one.
+      return { raw: readKeyFile(path), origin: path, generated: false, looseMode: looseMode(path) };
+    }
   } catch (error) {
-    // Another process (the CLI beside a starting server) generated it first: use that one.
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw new MasterKeyError(`cannot write the master key to ${path}: ${(error as Error).message}`);
-    return { raw: readKeyFile(path), origin: path, generated: false, looseMode: looseMode(path) };
+    throw new MasterKeyError(`cannot write the master key to ${path}: ${(error as Error).message}`);
   }
   return { raw: readKeyFile(path), origin: path, generated: true };
+}
+
+/**
+ * Writes a new key file at `path` (mode 0600) unless one exists there; false when one does. The
+ * key is written under a temporary name beside it and flushed, then put in place and the
+ * directory flushed: whenever `path` exists, it holds the whole key on disk, before anything is
+ * sealed with it (a crash or a power loss never leaves an empty or missing key beside keys it sealed).
+ */
+function writeKeyFile(path: string, text: string): boolean {
+  const partial = join(dirname(path), `.${basename(path)}.${process.pid}.partial`);
+  rmSync(partial, { force: true });
+  try {
+    const fd = openSync(partial, "wx", 0o600);
+    try {
+      writeSync(fd, text);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    return placeFile(partial, path);
+  } finally {
+    rmSync(partial, { force: true });
+  }
 }
 
 /**

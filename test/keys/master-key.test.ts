@@ -100,9 +100,38 @@ describe("resolveMasterKey: generation", () => {
     expect(first.raw.byteLength).toBe(32);
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(readdirSync(credDir)).toEqual([]);
+    // Written beside it under a temporary name first: nothing of that is left.
+    expect(readdirSync(dataDir)).toEqual(["master.key"]);
     const second = resolveMasterKey(config({}), true);
     expect(second.generated).toBe(false);
     expect(Array.from(second.raw)).toEqual(Array.from(first.raw));
+  });
+
+  test("processes generating at once agree on one key: one writes it, the others read it whole", async () => {
+    const script = `
+      const { loadConfig } = await import(${JSON.stringify(join(import.meta.dir, "../../src/config/load.ts"))});
+      const { resolveMasterKey } = await import(${JSON.stringify(join(import.meta.dir, "../../src/keys/master-key.ts"))});
+      while (Date.now() < Number(process.env.GO)) {}
+      const key = resolveMasterKey(loadConfig({ TOKENMINT_DATA_DIR: process.env.DIR }), false);
+      console.log(JSON.stringify({ generated: key.generated, key: Buffer.from(key.raw).toString("hex") }));`;
+    for (let round = 0; round < 2; round++) {
+      const dir = join(root.path, `race-${round}`);
+      mkdirSync(dir);
+      const go = String(Date.now() + 700);
+      const children = Array.from({ length: 6 }, () =>
+        Bun.spawn([process.execPath, "-e", script], { env: { ...process.env, DIR: dir, GO: go }, stdout: "pipe", stderr: "pipe" }),
+      );
+      const results = await Promise.all(
+        children.map(async (child) => {
+          const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+          expect({ code, err }).toEqual({ code: 0, err: "" });
+          return JSON.parse(out) as { generated: boolean; key: string };
+        }),
+      );
+      expect(results.filter((r) => r.generated)).toHaveLength(1);
+      expect(new Set(results.map((r) => r.key)).size).toBe(1);
+      expect(readdirSync(dir)).toEqual(["master.key"]);
+    }
   });
 
   test("refuses when the default file is missing but the data has keys, and writes nothing", () => {

@@ -95,14 +95,32 @@ export function fsyncPath(path: string): void {
   }
 }
 
+/** Filesystems without hard links: a file is renamed into place instead, after a check. */
+const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
+
+/**
+ * Puts the flushed file `partial` in place at `target` unless something is there already (then
+ * false, and `target` is left as it is), and flushes the directory. A hard link never replaces
+ * `target`; where links are not supported, a rename after a check does.
+ */
+export function placeFile(partial: string, target: string): boolean {
+  try {
+    linkSync(partial, target);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "";
+    if (code === "EEXIST" || (NO_LINKS.has(code) && existsSync(target))) return false;
+    if (!NO_LINKS.has(code)) throw error;
+    renameSync(partial, target);
+  }
+  fsyncPath(dirname(target));
+  return true;
+}
 
 /** The part of an lmdb environment a backup needs. */
 interface BackupSource {
   backup(path: string, compact: boolean): Promise<void>;
 }
 
-/** Filesystems without hard links: the backup falls back to a (checked) rename. */
-const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
 
 /**
  * Writes a compacted copy of the whole environment to `path` (mode 0600). It is read in one
@@ -119,15 +137,7 @@ export async function backupEnvironment(db: BackupSource, path: string, source: 
     await db.backup(partial, true);
     chmodSync(partial, 0o600);
     fsyncPath(partial);
-    try {
-      linkSync(partial, target);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code ?? "";
-      if (code === "EEXIST" || (NO_LINKS.has(code) && existsSync(target))) throw new StoreError("already_exists", `${path} already exists`);
-      if (!NO_LINKS.has(code)) throw error;
-      renameSync(partial, target);
-    }
-    fsyncPath(dirname(target));
+    if (!placeFile(partial, target)) throw new StoreError("already_exists", `${path} already exists`);
   } catch (error) {
     if (error instanceof StoreError) throw error;
     // Damage met while reading `source` is the data's fault, not the backup's.
