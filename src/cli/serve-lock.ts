@@ -5,14 +5,38 @@
  * file left by a killed server is recognized as stale (its pid is gone, or is no longer a
  * tokenmint server) and replaced.
  */
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { StartupError } from "../startup.ts";
 
 export const SERVE_LOCK_FILE = "serve.pid";
 
-/** The pid of a live server holding `dataDir`, or undefined. */
-export function liveServer(dataDir: string): number | undefined {
+/** What `liveServer` asks of the system about a process; tests stand in for it. */
+export interface ProcessProbe {
+  /** Signals 0 to `pid`: throws as `process.kill` does (ESRCH: gone; EPERM: another user's). */
+  signal(pid: number): void;
+  /** The process's command line, NUL-separated; throws when it cannot be read. */
+  cmdline(pid: number): string;
+  /** Whether this system has a /proc at all (this process's own entry can be read). */
+  hasProc(): boolean;
+}
+
+const SYSTEM: ProcessProbe = {
+  signal: (pid) => {
+    process.kill(pid, 0);
+  },
+  cmdline: (pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8"),
+  hasProc: () => existsSync("/proc/self/cmdline"),
+};
+
+/**
+ * The pid of a live server holding `dataDir`, or undefined. The pid in the file counts only if
+ * that process is alive and, where /proc tells, still a `serve`: a killed server's pid reused by
+ * another program is not a holder. A process of another user that /proc hides (systemd's
+ * `ProtectProc=invisible`, `hidepid`) is not one either: the data directory's own user, whom a
+ * server of it runs as, can always see its own processes.
+ */
+export function liveServer(dataDir: string, probe: ProcessProbe = SYSTEM): number | undefined {
   let pid: number;
   try {
     pid = Number.parseInt(readFileSync(join(dataDir, SERVE_LOCK_FILE), "utf8"), 10);
@@ -21,18 +45,20 @@ export function liveServer(dataDir: string): number | undefined {
   }
   if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
   try {
-    process.kill(pid, 0);
+    probe.signal(pid);
   } catch (error) {
-    // EPERM: alive but owned by another user (still a live holder).
+    // EPERM: alive but owned by another user (maybe a holder: see below).
     if ((error as NodeJS.ErrnoException).code !== "EPERM") return undefined;
   }
+  let cmdline: string;
   try {
-    // A reused pid of some unrelated program is not a server.
-    if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("serve")) return undefined;
+    cmdline = probe.cmdline(pid);
   } catch {
-    // No /proc (not Linux): trust the liveness check.
+    // Hidden from us: another user's process. No /proc at all (not Linux): trust the liveness check.
+    return probe.hasProc() ? undefined : pid;
   }
-  return pid;
+  // A reused pid of some unrelated program is not a server.
+  return cmdline.split("\0").includes("serve") ? pid : undefined;
 }
 
 /** Takes the lock for this process or returns the pid of the live holder. */
