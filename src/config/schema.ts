@@ -204,11 +204,13 @@ export const SETTINGS: readonly Setting[] = [
     key: "bootstrapApiKey",
     env: "TOKENMINT_BOOTSTRAP_API_KEY",
     defaultText: "none",
-    description: "Management API key (at least 32 characters) registered for the default project at start-up if not yet known.",
+    description: "Management API key (at least 32 printable ASCII characters, no spaces) registered for the default project at start-up if not yet known.",
     parse: (raw) => {
       if (raw === undefined || raw === "") return undefined;
       if (raw.length < 32) return problem("TOKENMINT_BOOTSTRAP_API_KEY must be at least 32 characters long");
-      if (/[\s\x00-\x1f\x7f]/.test(raw)) return problem("TOKENMINT_BOOTSTRAP_API_KEY must not contain spaces or control characters");
+      // What a bearer token can carry (core/api-keys.ts authenticate): a key with any other
+      // character would be registered but refused in every request.
+      if (!/^[\x21-\x7e]+$/.test(raw)) return problem("TOKENMINT_BOOTSTRAP_API_KEY must be printable ASCII without spaces (what an 'Authorization: Bearer' header carries)");
       return raw;
     },
   },

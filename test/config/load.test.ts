@@ -107,6 +107,17 @@ describe("loadConfig", () => {
     }
   });
 
+  test("a bootstrap API key must be what a bearer token can carry: printable ASCII, no spaces", () => {
+    const ok = "k".repeat(32);
+    expect(loadConfig({ TOKENMINT_BOOTSTRAP_API_KEY: `${ok}~!#$%&'()*+,-./:;<=>?@[]^_\`{|}` }).bootstrapApiKey).toBe(`${ok}~!#$%&'()*+,-./:;<=>?@[]^_\`{|}`);
+    for (const bad of [`${ok}é`, "é".repeat(32), `${ok} x`, `${ok}\tx`, `${ok}\u00a0`, `${ok}\u007f`, `${ok}\u2028`]) {
+      const problems = problemsOf({ TOKENMINT_BOOTSTRAP_API_KEY: bad });
+      expect(problems).toEqual([expect.stringContaining("TOKENMINT_BOOTSTRAP_API_KEY must be printable ASCII")]);
+      // The value itself is never echoed.
+      expect(problems[0]).not.toContain(ok);
+    }
+  });
+
   test("ports and periods accept only whole numbers in range", () => {
     for (const port of ["0", "65536", "abc", "80.5", "-1", ""]) expect(problemsOf({ TOKENMINT_PORT: port })).toHaveLength(1);
     expect(loadConfig({ TOKENMINT_PORT: "65535" }).port).toBe(65535);
