@@ -35,6 +35,20 @@ describe("uuidv7", () => {
   test("is unique within one millisecond", () => {
     expect(new Set(Array.from({ length: 1000 }, () => uuidv7(T0))).size).toBe(1000);
   });
+
+  test("rises within one millisecond in the order the ids are made, and stays canonical", () => {
+    for (const at of [T0, T0 + 1, T0]) {
+      const ids = Array.from({ length: 5000 }, () => uuidv7(at));
+      expect([...ids].sort()).toEqual(ids);
+      for (const id of ids) expect(id).toMatch(CANONICAL);
+      expect(new Set(ids.map(timestampOf))).toEqual(new Set([at]));
+    }
+  });
+
+  test("an instant before the last one is carried as given", () => {
+    uuidv7(T0 + 10);
+    expect(timestampOf(uuidv7(T0))).toBe(T0);
+  });
 });
 
 describe("isUuid", () => {

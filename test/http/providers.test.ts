@@ -81,6 +81,18 @@ describe("providers: success shapes", () => {
     expect(pages.slice(0, 2).every((p) => typeof p.nextCursor === "string")).toBe(true);
   });
 
+  test("providers created within one millisecond list, and page, in the order they were created", async () => {
+    const created: Provider[] = [];
+    for (let i = 0; i < 40; i++) created.push(await create(t, { name: `p${i}` }));
+    const listed = await json<Page<Provider>>(await t.api("GET", "/v1/providers"));
+    expect(listed.items.map((p) => p.name)).toEqual(created.map((p) => p.name));
+    // A page that ends within the millisecond, then one created after it: the walk meets it last.
+    const first = await json<Page<Provider>>(await t.api("GET", "/v1/providers?limit=20"));
+    const late = await create(t, { name: "late" });
+    const rest = await json<Page<Provider>>(await t.api("GET", `/v1/providers?limit=100&cursor=${encodeURIComponent(first.nextCursor as string)}`));
+    expect([...first.items, ...rest.items].map((p) => p.name)).toEqual([...created, late].map((p) => p.name));
+  });
+
   test("a cursor whose id is spelt in capitals continues where the cursor it came from does", async () => {
     const created: Provider[] = [];
     for (const name of ["one", "two", "three"]) {
