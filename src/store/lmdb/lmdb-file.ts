@@ -121,7 +121,6 @@ interface BackupSource {
   backup(path: string, compact: boolean): Promise<void>;
 }
 
-
 /**
  * Writes a compacted copy of the whole environment to `path` (mode 0600). It is read in one
  * snapshot, so it is consistent while other processes write. The copy is made under a temporary

@@ -282,10 +282,9 @@ export class LmdbStore implements Store {
    * the room a commit needs (`#makeRoom`) refuses it before anything is written; a commit that
    * fails all the same is `unavailable` with its reason (commitFailure), and nothing of it is kept.
    * It resolves once the commit is on disk. lmdb commits without a sync and flushes right after
-   * (its `overlappingSync`), so the writer lock is not held meanwhile; after a crash it keeps a
-   * commit that was not flushed yet only if it reads the same boot id again, which it cannot
-   * where /proc/sys is hidden (systemd's `ProcSubset=pid`). Waiting for `flushed` makes the answer
-   * durable either way.
+   * (its `overlappingSync`, so the writer lock is not held meanwhile), and resolves its own promise
+   * at the commit: a commit only in the page cache survives the process's kill -9, not a crash of
+   * the machine.
    */
   #write<T>(body: () => T, uncounted = false): Promise<T> {
     if (this.#readOnly) return Promise.reject(new StoreError("unavailable", "the store is open read-only"));
