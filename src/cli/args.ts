@@ -7,7 +7,7 @@
  */
 
 /** Flags that take a value. */
-const VALUE_FLAGS = new Set([
+export const VALUE_FLAGS: ReadonlySet<string> = new Set([
   "--host",
   "--port",
   "--public-url",

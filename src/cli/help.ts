@@ -14,7 +14,8 @@ Commands:
                               Create a management API key (printed once)
   apikeys list                List API keys (never their secrets)
   apikeys revoke ID           Revoke an API key
-  projects create --slug SLUG [--name NAME] [--signing-alg ALG] [--custom-domain HOST]
+  projects create --slug SLUG [--name NAME] [--signing-alg ALG] [--key-rotation-period S]
+                  [--default-token-lifetime S] [--custom-domain HOST]
                               Create a project, served at <slug>.<base domain>
   projects list               List the projects with their issuers
   keys list                   List signing keys (public metadata)
@@ -37,7 +38,7 @@ Commands work on the data directory while the server runs (restore excepted); th
 their changes from its next request on. A backup holds signing keys sealed under the master key but never
 the master key itself: keep the master key separately. Exit code 0 on success, 1 on failure (one
 line on stderr), 2 on a usage error.`,
-  serve: `Usage: tokenmint serve [--host HOST] [--port PORT] [--public-url URL] [--data-dir DIR]
+  serve: `Usage: tokenmint serve [--host HOST] [--port PORT] [--public-url URL] [--base-domain DOMAIN] [--data-dir DIR]
 
 Starts the HTTP service: the management API under /v1 and the public discovery endpoints
 /.well-known/openid-configuration and /.well-known/jwks. Logs are JSON lines on stdout.

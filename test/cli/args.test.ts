@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { checkArity, parseArgs, UsageError } from "../../src/cli/args.ts";
+import { checkArity, parseArgs, UsageError, VALUE_FLAGS } from "../../src/cli/args.ts";
+import { HELP } from "../../src/cli/help.ts";
+import { SETTINGS } from "../../src/config/schema.ts";
 
 describe("parseArgs", () => {
   test("splits words, value flags (next word or =value) and switches", () => {
@@ -42,5 +44,13 @@ describe("checkArity", () => {
     expect(check("keys", "revoke", "a")).not.toThrow();
     expect(check("apikeys", "list", "--json")).not.toThrow();
     expect(check("serve")).not.toThrow();
+  });
+});
+
+describe("help", () => {
+  test("tokenmint --help names every flag that takes a value, and serve --help's usage every flag of serve", () => {
+    for (const flag of VALUE_FLAGS) expect({ flag, named: (HELP.main as string).includes(flag) }).toEqual({ flag, named: true });
+    const usage = (HELP.serve as string).split("\n")[0] as string;
+    for (const { flag } of SETTINGS) if (flag !== undefined) expect({ flag, inUsage: usage.includes(`[${flag} `) }).toEqual({ flag, inUsage: true });
   });
 });
