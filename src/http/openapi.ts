@@ -42,6 +42,13 @@ const strip = (schema: TSchema): unknown =>
     }),
   );
 
+/** The body of a route's success: its validated schema, or the one it documents for a Response it builds. */
+function successContent({ success }: RouteDef): { content?: unknown } {
+  if (success.schema !== undefined) return { content: json(success.schema) };
+  if (success.documents !== undefined) return { content: { [success.documents.contentType]: { schema: strip(success.documents.schema) } } };
+  return {};
+}
+
 function parameters(route: RouteDef): unknown[] {
   const list: unknown[] = [];
   for (const [where, schema] of [["path", route.params], ["query", route.query]] as const) {
@@ -65,7 +72,7 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
   for (const route of routes) {
     const path = route.path.replace(/:(\w+)/g, "{$1}");
     const responses: Record<string, unknown> = {
-      [route.success.status]: { description: route.success.description, ...(route.success.schema ? { content: json(route.success.schema) } : {}) },
+      [route.success.status]: { description: route.success.description, ...successContent(route) },
     };
     for (const [status, description] of Object.entries(route.alsoAnswers ?? {})) responses[status] = { description };
     const oauth = isOAuthPath(route.path);
@@ -76,7 +83,8 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
       operationId: route.operationId,
       summary: route.summary,
       tags: [route.tag],
-      ...(route.auth ? {} : { security: [] }),
+      // Management: the API key. OAuth: client_secret_basic, or the credentials in the form (client_secret_post, private_key_jwt).
+      ...(route.auth ? {} : { security: oauth ? [{ clientBasic: [] }, {}] : [] }),
       parameters: parameters(route),
       ...(route.body ? { requestBody: { required: oauth, content: oauth ? form(route.body) : json(route.body) } } : {}),
       responses,
@@ -88,7 +96,17 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
     // Relative: the host the document was read from (each project's host serves the same API).
     servers: [{ url: "/", description: "The host this document is served at" }],
     security: [{ apiKey: [] }],
-    components: { securitySchemes: { apiKey: { type: "http", scheme: "bearer", description: "A management API key." } }, schemas: { Error: strip(ErrorBody), OAuthError: strip(OAuthErrorBody) } },
+    components: {
+      securitySchemes: {
+        apiKey: { type: "http", scheme: "bearer", description: "A management API key." },
+        clientBasic: {
+          type: "http",
+          scheme: "basic",
+          description: "client_secret_basic (RFC 6749 §2.3.1): the client id and secret, each form-urlencoded. client_secret_post and private_key_jwt send them in the form instead.",
+        },
+      },
+      schemas: { Error: strip(ErrorBody), OAuthError: strip(OAuthErrorBody) },
+    },
     paths,
   };
 }

@@ -33,8 +33,12 @@ export interface RouteDef {
   params?: TSchema;
   query?: TSchema;
   body?: TSchema;
-  /** Success status and its body schema (undefined for no body). */
-  success: { status: number; schema?: TSchema; description: string };
+  /**
+   * Success status and its body schema (undefined for no body). A route that answers a Response
+   * it builds itself names that body's schema and media type in `documents` instead, for the
+   * OpenAPI document only (nothing validates it).
+   */
+  success: { status: number; schema?: TSchema; description: string; documents?: { schema: TSchema; contentType: string } };
   /** Error codes this route can answer besides the universal ones. */
   errors: number[];
   /** Other answers than the success and the errors, by status, with their description (a 304). */

@@ -21,6 +21,35 @@ interface Document {
   security?: unknown[];
 }
 
+/**
+ * Where `value` breaks `schema`, for the JSON Schema the document uses (type, const, enum via
+ * anyOf of consts, properties, required, additionalProperties false, items): a list of paths.
+ */
+function schemaProblems(schema: unknown, value: unknown, at = "$"): string[] {
+  const s = schema as Record<string, unknown>;
+  if (s.anyOf !== undefined) return (s.anyOf as unknown[]).some((option) => schemaProblems(option, value, at).length === 0) ? [] : [`${at}: none of anyOf`];
+  if ("const" in s) return value === s.const ? [] : [`${at}: not ${JSON.stringify(s.const)}`];
+  switch (s.type) {
+    case "string":
+      return typeof value === "string" ? [] : [`${at}: not a string`];
+    case "array":
+      return Array.isArray(value) ? value.flatMap((item, i) => schemaProblems(s.items, item, `${at}[${i}]`)) : [`${at}: not an array`];
+    case "object": {
+      if (value === null || typeof value !== "object" || Array.isArray(value)) return [`${at}: not an object`];
+      const properties = (s.properties ?? {}) as Record<string, unknown>;
+      const record = value as Record<string, unknown>;
+      const problems = ((s.required ?? []) as string[]).filter((name) => !(name in record)).map((name) => `${at}.${name}: missing`);
+      for (const [name, item] of Object.entries(record)) {
+        if (name in properties) problems.push(...schemaProblems(properties[name], item, `${at}.${name}`));
+        else if (s.additionalProperties === false) problems.push(`${at}.${name}: not allowed`);
+      }
+      return problems;
+    }
+    default:
+      return [`${at}: schema type ${String(s.type)} not checked here`];
+  }
+}
+
 describe("OpenAPI document", () => {
   let t: TestApp;
   let doc: Document;
@@ -74,7 +103,7 @@ describe("OpenAPI document", () => {
       const declared = (operation?.parameters ?? []).filter((p) => p.in === "path").map((p) => p.name).sort();
       expect(declared).toEqual([...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1] as string).sort());
       if (route.auth) expect(operation?.responses["401"]).toBeDefined();
-      else expect(operation?.security).toEqual([]);
+      else expect(operation?.security).toEqual(route.path.startsWith("/oauth/") ? [{ clientBasic: [] }, {}] : []);
     }
     const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
     expect(documented.length).toBe(routes.length);
@@ -108,7 +137,6 @@ describe("OpenAPI document", () => {
 
   test("the token endpoint takes a form body and documents its answer and the OAuth error codes", () => {
     const op = doc.paths["/oauth/token"]?.post;
-    expect(op?.security).toEqual([]);
     const form = op?.requestBody?.content["application/x-www-form-urlencoded"]?.schema as { properties: Record<string, unknown>; required: string[] };
     expect(Object.keys(form.properties).sort()).toEqual(["audience", "client_assertion", "client_assertion_type", "client_id", "client_secret", "grant_type", "resource", "scope"]);
     expect(form.required).toEqual(["grant_type"]);
@@ -120,10 +148,33 @@ describe("OpenAPI document", () => {
     for (const code of ["invalid_request", "unsupported_grant_type", "invalid_target", "invalid_scope"]) expect(op?.responses["400"]?.description).toContain(code);
   });
 
+  test("the OAuth endpoints name how a client authenticates: HTTP Basic, or its credentials in the form", () => {
+    expect(doc.components.securitySchemes.clientBasic).toMatchObject({ type: "http", scheme: "basic" });
+    for (const path of ["/oauth/token", "/oauth/introspect", "/oauth/revoke"]) expect({ path, security: doc.paths[path]?.post?.security }).toEqual({ path, security: [{ clientBasic: [] }, {}] });
+    for (const path of ["/.well-known/jwks", "/.well-known/openid-configuration", "/healthz"]) expect({ path, security: doc.paths[path]?.get?.security }).toEqual({ path, security: [] });
+  });
+
+  test("the JWKS, discovery and health answers are documented, and the answers match their schemas", async () => {
+    const cases: [string, string][] = [
+      ["/.well-known/jwks", "application/jwk-set+json"],
+      ["/.well-known/jwks.json", "application/jwk-set+json"],
+      ["/.well-known/openid-configuration", "application/json"],
+      ["/.well-known/oauth-authorization-server", "application/json"],
+      ["/healthz", "application/json"],
+      ["/readyz", "application/json"],
+    ];
+    for (const [path, contentType] of cases) {
+      const documented = doc.paths[path]?.get?.responses["200"]?.content?.[contentType]?.schema;
+      expect({ path, documented: documented !== undefined }).toEqual({ path, documented: true });
+      const res = await t.request("GET", path);
+      expect(mediaType(res)).toBe(contentType);
+      expect({ path, problems: schemaProblems(documented, await res.json()) }).toEqual({ path, problems: [] });
+    }
+  });
+
   test("introspection and revocation take a form body with `token`; introspection documents its answer", () => {
     for (const path of ["/oauth/introspect", "/oauth/revoke"]) {
       const op = doc.paths[path]?.post;
-      expect(op?.security).toEqual([]);
       const form = op?.requestBody?.content["application/x-www-form-urlencoded"]?.schema as { properties: Record<string, unknown>; required: string[] };
       expect(Object.keys(form.properties).sort()).toEqual(["client_assertion", "client_assertion_type", "client_id", "client_secret", "token", "token_type_hint"]);
       expect(form.required).toEqual(["token"]);

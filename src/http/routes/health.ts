@@ -7,18 +7,19 @@
  */
 import type { AppContext } from "../../context.ts";
 import { AppError } from "../../errors.ts";
+import { Liveness, Readiness } from "../../schemas/discovery.ts";
 import type { RouteDef } from "../route.ts";
 
 export function healthRoutes(ctx: AppContext): RouteDef[] {
   const base = { method: "GET" as const, tag: "health", auth: false, errors: [], direct: true };
   return [
-    { ...base, path: "/healthz", operationId: "getHealth", summary: "Liveness", success: { status: 200, description: "The process is up." }, handler: () => ({ status: "ok" }) },
+    { ...base, path: "/healthz", operationId: "getHealth", summary: "Liveness", success: { status: 200, schema: Liveness, description: "The process is up." }, handler: () => ({ status: "ok" }) },
     {
       ...base,
       path: "/readyz",
       operationId: "getReadiness",
       summary: "Readiness",
-      success: { status: 200, description: "The store is reachable and the signing keys are loaded." },
+      success: { status: 200, schema: Readiness, description: "The store is reachable and the signing keys are loaded." },
       errors: [503],
       handler: async () => {
         try {

@@ -12,6 +12,7 @@ import { CLIENT_AUTH_METHODS } from "../../core/oauth/client-auth.ts";
 import { GRANT_TYPES } from "../../core/oauth/client-credentials.ts";
 import type { AppContext } from "../../context.ts";
 import type { KeyRing } from "../../keys/key-ring.ts";
+import { DiscoveryDocument, Jwks } from "../../schemas/discovery.ts";
 import { requestHost, type RouteDef } from "../route.ts";
 import { INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_PATH } from "./oauth.ts";
 
@@ -85,7 +86,11 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     tag: "discovery",
     auth: false,
     direct: true,
-    success: { status: 200, description: "`{keys: [...]}` with public members only; supports If-None-Match." },
+    success: {
+      status: 200,
+      description: "`{keys: [...]}` with public members only; supports If-None-Match.",
+      documents: { schema: Jwks, contentType: "application/jwk-set+json" },
+    },
     errors: [],
     alsoAnswers: { 304: "Not modified: the If-None-Match matched the current ETag; no body." },
     handler: ({ request }) => jwks(request),
@@ -99,7 +104,11 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     tag: "discovery",
     auth: false,
     direct: true,
-    success: { status: 200, description: "Discovery document: issuer, jwks_uri, token_endpoint and what they support." },
+    success: {
+      status: 200,
+      description: "Discovery document: issuer, jwks_uri, token_endpoint and what they support.",
+      documents: { schema: DiscoveryDocument, contentType: "application/json" },
+    },
     errors: [],
     handler: ({ request }) => {
       const { project, url } = ctx.projects.resolveHost(requestHost(request));
