@@ -113,12 +113,16 @@ export const isOAuthPath = (pathname: string) => pathname === "/oauth" || pathna
 export const requestHost = (request: Request): string => request.headers.get("host") ?? new URL(request.url).host;
 
 /**
- * Whether a request's URL is absolute and well-formed. Bun.serve builds `request.url` from the
- * Host header; without one (HTTP/1.0), or with one that is not a host (`a b`, `a/b`, `[::1`), the
- * URL is only a path or cannot be parsed, and nothing that depends on the host (the project, the
- * issuer) can be decided: such a request is refused before anything else (app.ts).
+ * Whether a request's URL is absolute and well-formed, and names one host. Bun.serve builds
+ * `request.url` from the Host header; without one (HTTP/1.0), or with one that is not a host
+ * (`a b`, `a/b`, `[::1`), the URL is only a path or cannot be parsed, and nothing that depends on
+ * the host (the project, the issuer) can be decided: such a request is refused before anything
+ * else (app.ts). So is one with two Host lines (RFC 9112 §3.2; the URL takes the first, the
+ * header reads both, joined by a comma), and one whose target carries a fragment, which no
+ * client sends and which the router would read as part of the path.
  */
-export const hasUsableUrl = (request: Request): boolean => URL.canParse(request.url);
+export const hasUsableUrl = (request: Request): boolean =>
+  URL.canParse(request.url) && !request.url.includes("#") && request.headers.get("host")?.includes(",") !== true;
 
 /** The refusal of a request without a usable Host header. */
-export const UNUSABLE_HOST_MESSAGE = "The request needs a Host header naming the host it was sent to.";
+export const UNUSABLE_HOST_MESSAGE = "The request needs one Host header naming the host it was sent to, and a target without a fragment.";

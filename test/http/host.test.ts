@@ -109,6 +109,21 @@ describe("a request without a usable Host header", () => {
     }
   });
 
+  test("two Host lines, or a target with a fragment, are refused the same way (RFC 9112 §3.2)", async () => {
+    const twoHosts = ["Host: localhost", "Host: evil.example"];
+    for (const [method, path, extra] of [
+      ["GET", "/.well-known/openid-configuration", []],
+      ["GET", "/.well-known/jwks", []],
+      ["GET", "/v1/providers", [`Authorization: Bearer ${t.apiKey}`]],
+      ["POST", tokensPath, [`Authorization: Bearer ${t.apiKey}`]],
+    ] as [string, string, string[]][]) {
+      expect400(await raw(server.port as number, [`${method} ${path} HTTP/1.1`, ...twoHosts, ...extra]), `two hosts ${method} ${path}`);
+      expect400(await send(method, `${path}#/../../v1/providers`, "HTTP/1.1", "localhost", extra), `fragment ${method} ${path}`);
+    }
+    const providers = (await (await t.api("GET", "/v1/providers")).json()) as { items: { name: string }[] };
+    expect(providers.items.map((p) => p.name)).toEqual(["payments"]);
+  });
+
   test("the same requests with a usable Host are answered as usual", async () => {
     expect((await send("GET", "/v1/providers", "HTTP/1.1", "127.0.0.1")).status).toBe(401);
     expect((await send("GET", "/.well-known/jwks", "HTTP/1.0", "localhost")).status).toBe(200);
