@@ -137,7 +137,7 @@ const hostnameOf = (host: string) => host.replace(/:\d+$/, "");
  * A custom domain in canonical form (canonicalHost: what a request's Host is matched against),
  * or the problem with it. Its host name, whatever the port, must not be the public
  * URL's or the base domain's, nor one under the base domain: no port can make a project answer at
- * another's host.
+ * another's host. It must be a domain name: no IP address, no single label.
  */
 export function normalizeCustomDomain(raw: string, instance: InstanceSettings): string | { problem: string } {
   const host = canonicalHost(raw, new URL(instance.publicUrl).protocol);
@@ -146,6 +146,11 @@ export function normalizeCustomDomain(raw: string, instance: InstanceSettings): 
   const base = hostnameOf(instance.baseDomain);
   if (name === new URL(instance.publicUrl).hostname || name === base || name.endsWith(`.${base}`)) {
     return { problem: `customDomain must not be the instance's own host or a host under the base domain ${instance.baseDomain}, on any port` };
+  }
+  // An address or a single label names the machine, not a domain: claimed, it would take the
+  // requests every caller of the instance sends to that address or name from the default project.
+  if (!name.includes(".") || /^\d+$/.test(name.slice(name.lastIndexOf(".") + 1))) {
+    return { problem: "customDomain must be a domain name of at least two labels, like auth.example.com, not an IP address or a single name" };
   }
   return host;
 }

@@ -333,6 +333,12 @@ describe("projects", () => {
       [{ customDomain: "tokens.example.test:8443" }, "customDomain"],
       [{ customDomain: "TOKENS.example.test.:0443" }, "customDomain"],
       [{ customDomain: `${ACME_HOST}:443` }, "customDomain"],
+      // An address or a single name: what callers of the instance itself use.
+      [{ customDomain: "127.0.0.1" }, "customDomain"],
+      [{ customDomain: "10.0.0.7:8080" }, "customDomain"],
+      [{ customDomain: "0.0.0.0" }, "customDomain"],
+      [{ customDomain: "tokenmint" }, "customDomain"],
+      [{ customDomain: "localhost:8080" }, "customDomain"],
       [{ name: "" }, "name"],
       [{ slug: "other" }, "slug"],
     ];
