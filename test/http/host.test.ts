@@ -45,21 +45,32 @@ function raw(port: number, head: string[], body = ""): Promise<RawAnswer> {
   });
 }
 
-describe("a request without a usable Host header", () => {
-  let t: TestApp;
-  let server: ReturnType<typeof Bun.serve>;
-  const lines: string[] = [];
-  let tokensPath = "";
+/** What `served` sets up: an app with one provider and client, served over a real socket. */
+interface Served {
+  t: TestApp;
+  server: ReturnType<typeof Bun.serve>;
+  lines: string[];
+  tokensPath: string;
+}
+
+/** Serves a fresh app for the describe block it is called in (its log lines collected). */
+function served(): Served {
+  const s = { lines: [] as string[], tokensPath: "" } as Served;
   beforeAll(async () => {
-    t = await buildTestApp({ logLines: lines });
-    const { providerId, clientId } = await createProviderAndClient(t);
-    tokensPath = `/v1/providers/${providerId}/clients/${clientId}/tokens`;
-    server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: t.fetch, development: false });
+    s.t = await buildTestApp({ logLines: s.lines });
+    const { providerId, clientId } = await createProviderAndClient(s.t);
+    s.tokensPath = `/v1/providers/${providerId}/clients/${clientId}/tokens`;
+    s.server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: s.t.fetch, development: false });
   });
   afterAll(async () => {
-    await server.stop(true);
-    await t.close();
+    await s.server.stop(true);
+    await s.t.close();
   });
+  return s;
+}
+
+describe("a request without a usable Host header", () => {
+  const s = served();
 
   /** Each way of sending no usable host: the request line's version, then the Host line (if any). */
   const hosts: [string, string | undefined][] = [
@@ -74,7 +85,7 @@ describe("a request without a usable Host header", () => {
     ["HTTP/1.1", "[::1"],
   ];
   const send = (method: string, path: string, version: string, host: string | undefined, extra: string[] = [], body = "") =>
-    raw(server.port as number, [`${method} ${path} ${version}`, ...(host === undefined ? [] : [`Host: ${host}`]), ...extra], body);
+    raw(s.server.port as number, [`${method} ${path} ${version}`, ...(host === undefined ? [] : [`Host: ${host}`]), ...extra], body);
 
   const expect400 = (answer: RawAnswer, label: string) => {
     expect({ label, status: answer.status }).toEqual({ label, status: 400 });
@@ -92,15 +103,15 @@ describe("a request without a usable Host header", () => {
       expect400(await send("GET", "/v1/providers", version, host), label);
       expect400(await send("DELETE", "/v1/providers/00000000-0000-7000-8000-000000000000", version, host), label);
     }
-    const providers = (await (await t.api("GET", "/v1/providers")).json()) as { items: { name: string }[] };
+    const providers = (await (await s.t.api("GET", "/v1/providers")).json()) as { items: { name: string }[] };
     expect(providers.items.map((p) => p.name)).toEqual(["payments"]);
   });
 
   test("token issuance and discovery are refused the same way, API key or not", async () => {
     for (const [version, host] of hosts) {
       const label = `${version} Host=${JSON.stringify(host)}`;
-      expect400(await send("POST", tokensPath, version, host, [`Authorization: Bearer ${t.apiKey}`]), label);
-      expect400(await send("POST", tokensPath, version, host), label);
+      expect400(await send("POST", s.tokensPath, version, host, [`Authorization: Bearer ${s.t.apiKey}`]), label);
+      expect400(await send("POST", s.tokensPath, version, host), label);
       expect400(await send("GET", "/.well-known/jwks", version, host), label);
       // Under /oauth/, in the RFC 6749 form.
       const oauth = await send("POST", "/oauth/token", version, host, ["Content-Type: application/x-www-form-urlencoded"], "grant_type=client_credentials");
@@ -114,30 +125,30 @@ describe("a request without a usable Host header", () => {
     for (const [method, path, extra] of [
       ["GET", "/.well-known/openid-configuration", []],
       ["GET", "/.well-known/jwks", []],
-      ["GET", "/v1/providers", [`Authorization: Bearer ${t.apiKey}`]],
-      ["POST", tokensPath, [`Authorization: Bearer ${t.apiKey}`]],
+      ["GET", "/v1/providers", [`Authorization: Bearer ${s.t.apiKey}`]],
+      ["POST", s.tokensPath, [`Authorization: Bearer ${s.t.apiKey}`]],
     ] as [string, string, string[]][]) {
-      expect400(await raw(server.port as number, [`${method} ${path} HTTP/1.1`, ...twoHosts, ...extra]), `two hosts ${method} ${path}`);
+      expect400(await raw(s.server.port as number, [`${method} ${path} HTTP/1.1`, ...twoHosts, ...extra]), `two hosts ${method} ${path}`);
       expect400(await send(method, `${path}#/../../v1/providers`, "HTTP/1.1", "localhost", extra), `fragment ${method} ${path}`);
     }
-    const providers = (await (await t.api("GET", "/v1/providers")).json()) as { items: { name: string }[] };
+    const providers = (await (await s.t.api("GET", "/v1/providers")).json()) as { items: { name: string }[] };
     expect(providers.items.map((p) => p.name)).toEqual(["payments"]);
   });
 
   test("the same requests with a usable Host are answered as usual", async () => {
     expect((await send("GET", "/v1/providers", "HTTP/1.1", "127.0.0.1")).status).toBe(401);
     expect((await send("GET", "/.well-known/jwks", "HTTP/1.0", "localhost")).status).toBe(200);
-    expect((await send("POST", tokensPath, "HTTP/1.1", "localhost:1234", [`Authorization: Bearer ${t.apiKey}`])).status).toBe(201);
+    expect((await send("POST", s.tokensPath, "HTTP/1.1", "localhost:1234", [`Authorization: Bearer ${s.t.apiKey}`])).status).toBe(201);
   });
 
   test("what is logged is one JSON request line each, with no path, id or stack", async () => {
-    lines.length = 0;
-    await send("POST", tokensPath, "HTTP/1.1", "a b", [`Authorization: Bearer ${t.apiKey}`]);
-    expect(lines.length).toBe(1);
-    const line = JSON.parse(lines[0] as string) as Record<string, unknown>;
+    s.lines.length = 0;
+    await send("POST", s.tokensPath, "HTTP/1.1", "a b", [`Authorization: Bearer ${s.t.apiKey}`]);
+    expect(s.lines.length).toBe(1);
+    const line = JSON.parse(s.lines[0] as string) as Record<string, unknown>;
     expect(line).toMatchObject({ msg: "request", method: "POST", route: "(unmatched)", status: 400 });
-    expect(lines[0]).not.toContain(tokensPath.split("/")[3] as string);
-    expect(lines[0]).not.toContain("stack");
+    expect(s.lines[0]).not.toContain(s.tokensPath.split("/")[3] as string);
+    expect(s.lines[0]).not.toContain("stack");
   });
 });
 
@@ -147,24 +158,11 @@ describe("a request without a usable Host header", () => {
  * see the very path every check of the request reads.
  */
 describe("a Host header of one to three characters", () => {
-  let t: TestApp;
-  let server: ReturnType<typeof Bun.serve>;
-  const lines: string[] = [];
-  let tokensPath = "";
-  beforeAll(async () => {
-    t = await buildTestApp({ logLines: lines });
-    const { providerId, clientId } = await createProviderAndClient(t);
-    tokensPath = `/v1/providers/${providerId}/clients/${clientId}/tokens`;
-    server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: t.fetch, development: false });
-  });
-  afterAll(async () => {
-    await server.stop(true);
-    await t.close();
-  });
+  const s = served();
   const send = (method: string, path: string, host: string, extra: string[] = [], body = "") =>
-    raw(server.port as number, [`${method} ${path} HTTP/1.1`, `Host: ${host}`, ...extra], body);
+    raw(s.server.port as number, [`${method} ${path} HTTP/1.1`, `Host: ${host}`, ...extra], body);
   const json = ["Content-Type: application/json"];
-  const withKey = () => [`Authorization: Bearer ${t.apiKey}`];
+  const withKey = () => [`Authorization: Bearer ${s.t.apiKey}`];
 
   test("a path that is a /v1 path only past the host's length is no way around the API key", async () => {
     // With the router reading from the 12th character on, each of these reached createProvider without a key.
@@ -182,8 +180,8 @@ describe("a Host header of one to three characters", () => {
       }
     }
     // Nothing was written, under the caller's project or under none.
-    for (const projectId of [t.ctx.projectId, ""]) {
-      const page = await t.ctx.store.listProviders(projectId, { limit: 100 });
+    for (const projectId of [s.t.ctx.projectId, ""]) {
+      const page = await s.t.ctx.store.listProviders(projectId, { limit: 100 });
       expect(page.items.map((p) => p.name)).toEqual(projectId === "" ? [] : ["payments"]);
     }
   });
@@ -195,7 +193,7 @@ describe("a Host header of one to three characters", () => {
       expect({ host, status: listed.status }).toEqual({ host, status: 200 });
       expect((JSON.parse(listed.body) as { items: { name: string }[] }).items.map((p) => p.name)).toEqual(["payments"]);
       expect({ host, status: (await send("GET", "/v1/keys", host, withKey())).status }).toEqual({ host, status: 200 });
-      expect({ host, status: (await send("POST", tokensPath, host, withKey())).status }).toEqual({ host, status: 201 });
+      expect({ host, status: (await send("POST", s.tokensPath, host, withKey())).status }).toEqual({ host, status: 201 });
       expect({ host, status: (await send("GET", "/v1/nothing-here", host, withKey())).status }).toEqual({ host, status: 404 });
       const preflight = await send("OPTIONS", "/.well-known/jwks", host);
       expect({ host, status: preflight.status }).toEqual({ host, status: 204 });
@@ -205,13 +203,13 @@ describe("a Host header of one to three characters", () => {
   });
 
   test("discovery reached through the app is still never logged; management lines carry the pattern", async () => {
-    lines.length = 0;
+    s.lines.length = 0;
     await send("OPTIONS", "/.well-known/jwks", "ab");
     await send("OPTIONS", "/.well-known/openid-configuration", "a");
-    expect(lines).toEqual([]);
+    expect(s.lines).toEqual([]);
     await send("GET", "/v1/providers", "ab", withKey());
-    expect(lines.length).toBe(1);
-    expect(JSON.parse(lines[0] as string)).toMatchObject({ msg: "request", method: "GET", route: "/v1/providers", status: 200 });
+    expect(s.lines.length).toBe(1);
+    expect(JSON.parse(s.lines[0] as string)).toMatchObject({ msg: "request", method: "GET", route: "/v1/providers", status: 200 });
   });
 });
 
