@@ -11,7 +11,8 @@ import { chmodSync, constants, copyFileSync, existsSync, mkdirSync, renameSync, 
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { AppError } from "../errors.ts";
-import { fsyncPath, lmdbFileProblem } from "../store/lmdb/lmdb-file.ts";
+import { fsyncPath } from "../runtime/durable-files.ts";
+import { lmdbFileProblem } from "../store/lmdb/lmdb-file.ts";
 import { CHANGES_FILE, LMDB_FILE, openLmdbFileReadOnly } from "../store/lmdb/lmdb-store.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
 import { inspectData } from "./check.ts";

@@ -9,7 +9,7 @@ import { closeSync, existsSync, fsyncSync, openSync, readFileSync, rmSync, statS
 import { basename, dirname, join } from "node:path";
 import { base64url } from "jose";
 import type { Config } from "../config/schema.ts";
-import { placeFile } from "../store/lmdb/lmdb-file.ts";
+import { placeFile } from "../runtime/durable-files.ts";
 
 /** A problem with the master key that must stop start-up. */
 export class MasterKeyError extends Error {

@@ -2,11 +2,11 @@
  * @module store/lmdb/lmdb-file
  * File-level helpers of the LMDB backend: recognizing an LMDB data file before lmdb opens it
  * (lmdb's native code crashes the process on anything else), telling damage lmdb reports from
- * other failures, flushing files to disk, and writing a backup file that never appears
- * half-written.
+ * other failures, and writing a backup file that never appears half-written.
  */
-import { chmodSync, closeSync, existsSync, fstatSync, fsyncSync, linkSync, openSync, readSync, renameSync, rmSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, fstatSync, openSync, readSync, rmSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
+import { fsyncPath, placeFile } from "../../runtime/durable-files.ts";
 import { StoreError } from "../store.ts";
 
 /** LMDB's meta-page stamp and the data-file version of the bundled build. */
@@ -80,40 +80,6 @@ export function damageFailure(error: unknown, path: string): unknown {
   const damage = typeof code === "number" ? DAMAGE.has(code) : DAMAGE_NAMES.some((name) => error.message.startsWith(`${name}:`));
   if (!damage) return error;
   return new StoreError("unavailable", `${path} is damaged (${error.message}): stop the server and restore a backup (tokenmint restore FILE)`);
-}
-
-/** Flushes a file or directory to disk; a platform that cannot sync a directory is skipped. */
-export function fsyncPath(path: string): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, "r");
-    fsyncSync(fd);
-  } catch (error) {
-    if (fd === undefined || !["EISDIR", "EINVAL", "EPERM"].includes((error as NodeJS.ErrnoException).code ?? "")) throw error;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
-
-/** Filesystems without hard links: a file is renamed into place instead, after a check. */
-const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
-
-/**
- * Puts the flushed file `partial` in place at `target` unless something is there already (then
- * false, and `target` is left as it is), and flushes the directory. A hard link never replaces
- * `target`; where links are not supported, a rename after a check does.
- */
-export function placeFile(partial: string, target: string): boolean {
-  try {
-    linkSync(partial, target);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? "";
-    if (code === "EEXIST" || (NO_LINKS.has(code) && existsSync(target))) return false;
-    if (!NO_LINKS.has(code)) throw error;
-    renameSync(partial, target);
-  }
-  fsyncPath(dirname(target));
-  return true;
 }
 
 /** The part of an lmdb environment a backup needs. */
