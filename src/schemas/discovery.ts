@@ -1,9 +1,10 @@
 /**
  * @module schemas/discovery — the public documents (the JWKS, the discovery document, the health
  * answers), for the OpenAPI document and the tests that check the answers against it. The JWKS
- * and discovery handlers answer bodies serialized once per key ring; these schemas describe them.
+ * and discovery handlers answer bodies serialized once per key ring; these schemas describe them
+ * (the discovery document is built as this schema's type, so the two cannot drift apart).
  */
-import { Type, type Static } from "@sinclair/typebox";
+import { Type } from "@sinclair/typebox";
 
 const Url = (description: string) => Type.String({ format: "uri", description });
 const Names = (description: string) => Type.Array(Type.String(), { description });
@@ -28,7 +29,6 @@ export const Jwks = Type.Object(
   { keys: Type.Array(PublicJwk, { description: "The current key, the next key and every retired key whose tokens may still be valid." }) },
   { additionalProperties: false },
 );
-export type Jwks = Static<typeof Jwks>;
 
 export const DiscoveryDocument = Type.Object(
   {

@@ -12,6 +12,7 @@ import { CLIENT_AUTH_METHODS } from "../../core/oauth/client-auth.ts";
 import { GRANT_TYPES } from "../../core/oauth/client-credentials.ts";
 import type { AppContext } from "../../context.ts";
 import type { KeyRing } from "../../keys/key-ring.ts";
+import type { Static } from "@sinclair/typebox";
 import { DiscoveryDocument, Jwks } from "../../schemas/discovery.ts";
 import { requestHost, type RouteDef } from "../route.ts";
 import { INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_PATH } from "./oauth.ts";
@@ -20,7 +21,7 @@ import { INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_P
 const CLAIMS = ["iss", "sub", "client_id", "aud", "iat", "exp", "jti"];
 
 /** The discovery document for an issuer and its key ring (OpenID Connect Discovery and RFC 8414 alike). */
-export function discoveryDocument(issuer: string, ring: KeyRing): Record<string, unknown> {
+export function discoveryDocument(issuer: string, ring: KeyRing): Static<typeof DiscoveryDocument> {
   return {
     issuer,
     jwks_uri: `${issuer}/.well-known/jwks`,
@@ -36,7 +37,7 @@ export function discoveryDocument(issuer: string, ring: KeyRing): Record<string,
     revocation_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGS],
     response_types_supported: ["token"],
     subject_types_supported: ["public"],
-    id_token_signing_alg_values_supported: ring.algs,
+    id_token_signing_alg_values_supported: [...ring.algs],
     token_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGS],
     claims_supported: CLAIMS,
   };
