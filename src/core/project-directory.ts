@@ -11,7 +11,7 @@
  * loaded); until then the host stays the default project's, as it was before the project existed.
  */
 import { AppError } from "../errors.ts";
-import type { Store } from "../store/store.ts";
+import type { ProjectRecord, Store } from "../store/store.ts";
 import { resolveProject, type InstanceSettings, type ResolvedProject } from "./projects.ts";
 
 /** The project a host serves, and that host's URL (the issuer its discovery document names). */
@@ -30,6 +30,8 @@ export class ProjectDirectory {
   readonly #serves: (projectId: string) => boolean;
   #byId = new Map<string, ResolvedProject>();
   #byHost = new Map<string, HostMatch>();
+  /** The default project's match, what a host of no project resolves to (set by every #index). */
+  #defaultMatch: HostMatch | undefined;
   readonly #hosts = new WeakMap<ResolvedProject, { own: string; custom: string | undefined }>();
 
   /** `serves` tells whether a project's hosts may be matched yet (startup.ts: its key ring is loaded). */
@@ -43,7 +45,7 @@ export class ProjectDirectory {
   /** Re-reads every project from the store and rebuilds the host index. */
   async refresh(): Promise<void> {
     const byId = new Map<string, ResolvedProject>();
-    for (const record of await this.#store.listProjects()) byId.set(record.id, resolveProject(record, this.#instance, this.#defaultId));
+    for (const record of await this.#store.listProjects()) byId.set(record.id, this.#resolve(record));
     this.#index(byId);
   }
 
@@ -60,23 +62,45 @@ export class ProjectDirectory {
     ids.forEach((id, i) => {
       const record = records[i];
       if (record === undefined) byId.delete(id);
-      else byId.set(id, resolveProject(record, this.#instance, this.#defaultId));
+      else byId.set(id, this.#resolve(record));
     });
     this.#index(byId);
+  }
+
+  /** The record resolved; the object in the directory when it resolves to the same settings, so its host matches are kept. */
+  #resolve(record: ProjectRecord): ResolvedProject {
+    const resolved = resolveProject(record, this.#instance, this.#defaultId);
+    const known = this.#byId.get(record.id);
+    if (known === undefined) return resolved;
+    for (const key of Object.keys(resolved) as (keyof ResolvedProject)[]) if (resolved[key] !== known[key]) return resolved;
+    return known;
   }
 
   /** Makes `byId` the directory, with its host index. */
   #index(byId: Map<string, ResolvedProject>): void {
     if (!byId.has(this.#defaultId)) throw new Error("the default project is missing from the store");
     const byHost = new Map<string, HostMatch>();
+    // A host's match is kept while its project and URL are: callers cache per match (WeakMap), so
+    // what they keep for a host goes when the host does, and stays while nothing changed.
+    const matchOf = (host: string, project: ResolvedProject, url: string): HostMatch => {
+      const before = this.#byHost.get(host);
+      return before?.project === project && before.url === url ? before : { project, url };
+    };
     for (const project of byId.values()) {
       const custom = this.#hostsOf(project).custom;
-      if (custom !== undefined && project.customUrl !== undefined) byHost.set(custom, { project, url: project.customUrl });
+      if (custom !== undefined && project.customUrl !== undefined) byHost.set(custom, matchOf(custom, project, project.customUrl));
     }
     // The instance's own hosts last: a custom domain never takes one over (normalizeCustomDomain refuses them).
-    for (const project of byId.values()) byHost.set(this.#hostsOf(project).own, { project, url: project.url });
+    // The default project's last of all: a project whose slug names the public URL's host (made
+    // before the public URL was changed to it; newProjectRecord refuses one) never takes it over.
+    const defaultProject = byId.get(this.#defaultId) as ResolvedProject;
+    for (const project of [...byId.values(), defaultProject]) {
+      const own = this.#hostsOf(project).own;
+      byHost.set(own, matchOf(own, project, project.url));
+    }
     this.#byId = byId;
     this.#byHost = byHost;
+    this.#defaultMatch = byHost.get(this.#hostsOf(defaultProject).own) as HostMatch;
   }
 
   /** The hosts of a project's URLs, parsed once per resolved project. */
@@ -107,7 +131,8 @@ export class ProjectDirectory {
 
   /**
    * The project served at `host` (the request's Host header); the default project when none
-   * matches, or when the matching project cannot be served yet.
+   * matches, or when the matching project cannot be served yet. The same object for a host until
+   * its project or URL changes, so callers may keep what they derive from it in a WeakMap.
    */
   resolveHost(host: string | null): HostMatch {
     if (host !== null) {
@@ -115,7 +140,6 @@ export class ProjectDirectory {
       const match = this.#byHost.get(normalized) ?? this.#byHost.get(normalized.replace(/:\d+$/, ""));
       if (match !== undefined && this.#serves(match.project.id)) return match;
     }
-    const project = this.defaultProject;
-    return { project, url: project.url };
+    return this.#defaultMatch as HostMatch;
   }
 }

@@ -212,6 +212,12 @@ export type NewProject = { slug: string; name: string } & ProjectChange;
 export function newProjectRecord(input: NewProject, instance: InstanceSettings, now: number): ProjectRecord {
   const problem = slugProblem(input.slug);
   if (problem !== undefined) throw new AppError("invalid_request", `${problem}.`);
+  // With a base domain above the public URL's host (auth.example.com under example.com), one slug
+  // names the default project's host: that project would take its callers and its JWKS.
+  const publicName = new URL(instance.publicUrl).hostname;
+  if (`${input.slug}.${hostnameOf(instance.baseDomain)}` === publicName) {
+    throw new AppError("invalid_request", `slug '${input.slug}' would give the project the default project's host ${publicName}.`);
+  }
   return applyChange({ id: uuidv7(now), name: "", slug: input.slug, createdAt: now, updatedAt: now }, input, instance);
 }
 

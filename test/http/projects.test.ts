@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, SignJWT, type JSONWebKeySet } from "jose";
 import { createApiKey } from "../../src/core/api-keys.ts";
 import { createProject } from "../../src/core/projects.ts";
-import { buildTestApp, createProviderAndClient, type TestApp } from "../helpers/app.ts";
+import { buildTestApp, createProviderAndClient, tempDir, type TestApp } from "../helpers/app.ts";
 import { basic, createSecret, expectOAuthError, FORM } from "../oauth/support.ts";
 import { expectError, json } from "./support.ts";
 
@@ -422,6 +422,28 @@ describe("projects", () => {
     expect((await jwks(host)).keys.map((k) => k.kid)).not.toEqual(before.keys.map((k) => k.kid));
   });
 
+  test("a host resolves to one match object until its project or URL changes, so what is cached per host goes with the host", async () => {
+    const directory = t.ctx.projects;
+    const acmeMatch = directory.resolveHost(ACME_HOST);
+    const defaultMatch = directory.resolveHost("nobody.example.test");
+    expect(defaultMatch.project.id).toBe(t.ctx.projectId);
+    // Every host of no project, and the public URL's, resolve to the one default match.
+    expect(directory.resolveHost(null)).toBe(defaultMatch);
+    expect(directory.resolveHost("tokens.example.test")).toBe(defaultMatch);
+    // Another project's write leaves acme's match as it was.
+    await t.api("PATCH", "/v1/project", { name: "renamed" });
+    expect(directory.resolveHost(ACME_HOST)).toBe(acmeMatch);
+    // Acme's own change makes a new one; a custom domain has its own, gone with the domain.
+    await asAcme("PATCH", "/v1/project", { customDomain: "auth.acme.test" });
+    const custom = directory.resolveHost("auth.acme.test");
+    expect(custom).toMatchObject({ project: { id: acme.id }, url: "https://auth.acme.test" });
+    expect(directory.resolveHost(ACME_HOST)).not.toBe(acmeMatch);
+    await asAcme("PATCH", "/v1/project", { customDomain: "id.acme.test" });
+    expect(directory.resolveHost("auth.acme.test").project.id).toBe(t.ctx.projectId);
+    expect((await discovery("auth.acme.test")).issuer).toBe(PUBLIC);
+    expect((await discovery("id.acme.test")).issuer).toBe("https://id.acme.test");
+  });
+
   test("slugs are DNS labels, unique, and 'default' is reserved", async () => {
     // An xn-- label that is no valid IDNA name would make a host no URL takes: refused, nothing stored.
     for (const slug of ["default", "Acme", "-x", "a_b", "a".repeat(64), "xn--zz"]) {
@@ -432,5 +454,55 @@ describe("projects", () => {
     // A valid one is a project like any other, at its ASCII host.
     const idn = await createProject(t.ctx.store, { slug: "xn--bcher-kva", name: "Bücher" }, t.ctx.config, t.clock.now());
     expect(idn.slug).toBe("xn--bcher-kva");
+  });
+});
+
+describe("a slug whose host is the public URL's", () => {
+  let t: TestApp;
+  beforeEach(async () => {
+    t = await buildTestApp({ publicUrl: "https://auth.example.test", env: { TOKENMINT_BASE_DOMAIN: "example.test:8443" } });
+  });
+  afterEach(() => t.close());
+
+  test("is refused on any port, and the default project keeps its host and every unknown host", async () => {
+    // auth.example.test is the default project's host: a project there would take its callers.
+    await expect(createProject(t.ctx.store, { slug: "auth", name: "x" }, t.ctx.config, t.clock.now())).rejects.toMatchObject({
+      code: "invalid_request",
+      message: expect.stringContaining("auth.example.test"),
+    });
+    expect(await t.ctx.store.listProjects()).toHaveLength(1);
+    const other = await createProject(t.ctx.store, { slug: "billing", name: "Billing" }, t.ctx.config, t.clock.now());
+    await t.ctx.keys.tick();
+    for (const host of ["auth.example.test", "unknown.example.test", "127.0.0.1:8080"]) {
+      const discovery = await json<{ issuer: string }>(await t.request("GET", "/.well-known/openid-configuration", undefined, { host }));
+      expect(discovery.issuer).toBe("https://auth.example.test");
+    }
+    const billing = await json<{ issuer: string }>(await t.request("GET", "/.well-known/openid-configuration", undefined, { host: "billing.example.test:8443" }));
+    expect(billing.issuer).toBe(`https://${other.slug}.example.test:8443`);
+  });
+
+  test("one made before the public URL moved to its host never takes the host over", async () => {
+    const dir = tempDir();
+    try {
+      const settings = { dataDir: dir.path, masterKey: t.masterKey, env: { TOKENMINT_BASE_DOMAIN: "example.test" } };
+      const before = await buildTestApp({ ...settings, publicUrl: "https://auth.example.test" });
+      const id = await createProject(before.ctx.store, { slug: "id", name: "Id" }, before.ctx.config, before.clock.now());
+      await before.close();
+      // The public URL moves to id.example.test, the host project "id" has.
+      const after = await buildTestApp({ ...settings, publicUrl: "https://id.example.test" });
+      try {
+        await after.ctx.keys.tick();
+        expect(after.ctx.keys.has(id.id)).toBe(true);
+        const own = (JSON.parse(after.ctx.keys.ring(after.ctx.projectId).jwksBody) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+        for (const host of ["id.example.test", "ID.example.test.", "elsewhere.example.test"]) {
+          const served = await json<{ keys: { kid: string }[] }>(await after.request("GET", "/.well-known/jwks", undefined, { host }));
+          expect(served.keys.map((k) => k.kid)).toEqual(own);
+        }
+      } finally {
+        await after.close();
+      }
+    } finally {
+      dir.remove();
+    }
   });
 });

@@ -14,6 +14,7 @@ import { introspectToken } from "../../core/oauth/introspection.ts";
 import { revokeAccessToken } from "../../core/oauth/revocation.ts";
 import { VerificationKeySets, type TokenProject } from "../../core/oauth/token-status.ts";
 import type { ResolvedProject } from "../../core/projects.ts";
+import type { HostMatch } from "../../core/project-directory.ts";
 import type { AppContext } from "../../context.ts";
 import { OAuthIntrospectionResponse, OAuthTokenRequest, OAuthTokenResponse, OAuthTokenStatusRequest } from "../../schemas/oauth.ts";
 import { requestHost, type RouteDef } from "../route.ts";
@@ -37,17 +38,14 @@ const assertionAudiences = (url: string): ClientAuthOptions => ({
 
 export function oauthRoutes(ctx: AppContext): RouteDef[] {
   const deps = { store: ctx.store, clock: ctx.clock, keySets: new VerificationKeySets() };
-  /** assertionAudiences per host URL, built once. The URLs are the projects' configured ones, never request text, so this stays small. */
-  const audiences = new Map<string, ClientAuthOptions>();
-  const audiencesOf = (url: string): ClientAuthOptions => {
-    let options = audiences.get(url);
-    if (options === undefined) audiences.set(url, (options = assertionAudiences(url)));
-    return options;
-  };
+  /** assertionAudiences per host, built once; gone with the host (a custom domain dropped or changed). */
+  const audiences = new WeakMap<HostMatch, ClientAuthOptions>();
   /** The project a request's Host names, that host's URL (the issuer of tokens asked there) and the assertion audiences it accepts. */
   const at = (request: Request): { project: ResolvedProject; url: string; auth: ClientAuthOptions } => {
-    const { project, url } = ctx.projects.resolveHost(requestHost(request));
-    return { project, url, auth: audiencesOf(url) };
+    const match = ctx.projects.resolveHost(requestHost(request));
+    let auth = audiences.get(match);
+    if (auth === undefined) audiences.set(match, (auth = assertionAudiences(match.url)));
+    return { project: match.project, url: match.url, auth };
   };
   /** The tokens a project accepts back: those of its own host and of its custom domain, under its current keys. */
   const accepted = (project: ResolvedProject): TokenProject => ({

@@ -11,6 +11,7 @@ import { ASSERTION_ALGS } from "../../core/oauth/client-assertion.ts";
 import { CLIENT_AUTH_METHODS } from "../../core/oauth/client-auth.ts";
 import { GRANT_TYPES } from "../../core/oauth/client-credentials.ts";
 import type { AppContext } from "../../context.ts";
+import type { HostMatch } from "../../core/project-directory.ts";
 import type { KeyRing } from "../../keys/key-ring.ts";
 import type { Static } from "@sinclair/typebox";
 import { DiscoveryDocument, Jwks } from "../../schemas/discovery.ts";
@@ -59,8 +60,11 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
    * headers from an object); rebuilt when the ring's max-age changes.
    */
   const jwksHeaders = new WeakMap<KeyRing, { cacheControl: string; notModified: Headers; full: Headers }>();
-  /** Serialized discovery documents and their headers per host URL, rebuilt when the project's ring or max-age changes. */
-  const discovery = new Map<string, { ring: KeyRing; cacheControl: string; body: string; headers: Headers }>();
+  /**
+   * Serialized discovery documents and their headers per host, rebuilt when the project's ring or
+   * max-age changes; gone with the host (a custom domain dropped or changed).
+   */
+  const discovery = new WeakMap<HostMatch, { ring: KeyRing; cacheControl: string; body: string; headers: Headers }>();
 
   const jwks = (request: Request): Response => {
     const { project } = ctx.projects.resolveHost(requestHost(request));
@@ -112,14 +116,14 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     },
     errors: [],
     handler: ({ request }) => {
-      const { project, url } = ctx.projects.resolveHost(requestHost(request));
-      const ring = ctx.keys.ring(project.id);
-      const control = cacheControl(project.id);
-      let cached = discovery.get(url);
+      const match = ctx.projects.resolveHost(requestHost(request));
+      const ring = ctx.keys.ring(match.project.id);
+      const control = cacheControl(match.project.id);
+      let cached = discovery.get(match);
       if (cached?.ring !== ring || cached.cacheControl !== control) {
         const headers = new Headers({ ...common, "cache-control": control, "content-type": "application/json" });
-        cached = { ring, cacheControl: control, body: JSON.stringify(discoveryDocument(url, ring)), headers };
-        discovery.set(url, cached);
+        cached = { ring, cacheControl: control, body: JSON.stringify(discoveryDocument(match.url, ring)), headers };
+        discovery.set(match, cached);
       }
       return new Response(cached.body, { headers: cached.headers });
     },
