@@ -3,7 +3,7 @@
  * routing of discovery, JWKS and /oauth/token, per-host issuers, custom domains and
  * forceDefaultDomain, and the per-project settings (algorithm, rotation period, token lifetime).
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, spyOn, test } from "bun:test";
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, SignJWT, type JSONWebKeySet } from "jose";
 import { createApiKey } from "../../src/core/api-keys.ts";
 import { createProject } from "../../src/core/projects.ts";
@@ -352,9 +352,12 @@ describe("projects", () => {
   test("PATCH /v1/project with no field answers the project as it is and writes nothing", async () => {
     const before = await json<ProjectBody>(await t.api("GET", "/v1/project"));
     t.clock.advance(5);
+    // Nor does it reload the directory or run a key pass.
+    const reloads = [spyOn(t.ctx.projects, "refresh"), spyOn(t.ctx.projects, "refreshOnly"), spyOn(t.ctx.keys, "tick")];
     const res = await t.api("PATCH", "/v1/project", {});
     expect(res.status).toBe(200);
     expect(await json<ProjectBody>(res)).toEqual(before);
+    for (const reload of reloads) expect(reload).not.toHaveBeenCalled();
     expect(await json<ProjectBody>(await t.api("GET", "/v1/project"))).toEqual(before);
   });
 

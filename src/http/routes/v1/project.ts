@@ -2,7 +2,8 @@
  * @module http/routes/v1/project — the caller's own project: its URLs and settings. An API key
  * sees and changes only the project it belongs to; other projects are managed with the CLI.
  */
-import { updateProject } from "../../../core/projects.ts";
+import { isEmptyPatch } from "../../../core/patch.ts";
+import { resolveProject, updateProject } from "../../../core/projects.ts";
 import type { AppContext } from "../../../context.ts";
 import { Project, ProjectPatch } from "../../../schemas/projects.ts";
 import type { RouteDef } from "../../route.ts";
@@ -38,10 +39,13 @@ export function projectRoutes(ctx: AppContext): RouteDef[] {
       },
       errors: [400, 409, 413, 415],
       handler: async ({ principal, body }) => {
-        await updateProject(ctx.store, principal.projectId, body as ProjectPatch, ctx.instance, ctx.clock.now());
-        await ctx.projects.refresh();
-        // Served by this process at once (others from their next request on): reload the
-        // directory and let the key service apply a new algorithm now.
+        const change = body as ProjectPatch;
+        const record = await updateProject(ctx.store, principal.projectId, change, ctx.instance, ctx.clock.now());
+        // Nothing changed: the project as stored, with nothing reloaded.
+        if (isEmptyPatch(change)) return projectView(resolveProject(record, ctx.instance, ctx.projectId));
+        // Served by this process at once (others from their next request on): reload the project
+        // into the directory and let the key service apply a new algorithm now.
+        await ctx.projects.refreshOnly([principal.projectId]);
         await ctx.keys.tick();
         return projectView(ctx.projects.get(principal.projectId));
       },
