@@ -57,7 +57,7 @@ export const OAuthTokenStatusRequest = Type.Object(
     client_secret: Type.Optional(param("A secret of the calling client (client_secret_post). Never together with HTTP Basic.")),
     client_assertion_type: Type.Optional(param("`urn:ietf:params:oauth:client-assertion-type:jwt-bearer` with client_assertion (private_key_jwt).")),
     client_assertion: Type.Optional(
-      param("A JWT signed with one of the calling client's registered keys (private_key_jwt): iss = sub = client id, aud = issuer or this endpoint's URL, exp, jti."),
+      param("A JWT signed with one of the calling client's registered keys (private_key_jwt): iss = sub = client id, aud = issuer, token endpoint or this endpoint's URL, exp, jti."),
     ),
   },
   { additionalProperties: true },

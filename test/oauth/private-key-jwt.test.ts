@@ -10,7 +10,7 @@ import { createLocalJWKSet, jwtVerify, SignJWT, UnsecuredJWT, type JSONWebKeySet
 import { buildTestApp, createProviderAndClient, type TestApp } from "../helpers/app.ts";
 import { json, UNKNOWN_ID } from "../http/support.ts";
 import { assertionRequest, clientKey, ISSUER, JWT_BEARER, registerKeys, signAssertion, TOKEN_ENDPOINT, type ClientKey } from "./assertions.ts";
-import { basic, createSecret, expectInvalidClient, expectOAuthError, tokenRequest } from "./support.ts";
+import { basic, createSecret, expectInvalidClient, expectOAuthError, FORM, tokenRequest } from "./support.ts";
 
 const AUDIENCE = "https://billing.example.test";
 const GRANT = { grant_type: "client_credentials" };
@@ -118,6 +118,24 @@ describe("token endpoint: private_key_jwt", () => {
       await expectInvalidClient(await assertionRequest(t, await sign(ec, { claims: { aud } })), `aud must contain '${ISSUER}' or '${TOKEN_ENDPOINT}'`);
     }
     await expectInvalidClient(await assertionRequest(t, await sign(ec, { claims: { aud: undefined } })), "'aud'");
+  });
+
+  test("each endpoint takes the issuer, the token endpoint or its own URL as aud, never another endpoint's", async () => {
+    const at = async (path: string, aud: string) => {
+      const assertion = await sign(ec, { claims: { aud } });
+      const params = { client_assertion_type: JWT_BEARER, client_assertion: assertion, ...(path === "/oauth/token" ? GRANT : { token: "not-a-token" }) };
+      return t.request("POST", path, new URLSearchParams(params).toString(), FORM);
+    };
+    const [introspect, revoke] = [`${ISSUER}/oauth/introspect`, `${ISSUER}/oauth/revoke`];
+    // The token endpoint: the issuer or its own URL (RFC 7523 §3, OpenID Connect Core §9).
+    for (const aud of [introspect, revoke]) {
+      await expectInvalidClient(await at("/oauth/token", aud), `aud must contain '${ISSUER}' or '${TOKEN_ENDPOINT}'.`);
+    }
+    // Introspection and revocation: also the token endpoint, which clients send for every endpoint.
+    for (const [path, own, other] of [["/oauth/introspect", introspect, revoke], ["/oauth/revoke", revoke, introspect]]) {
+      for (const aud of [ISSUER, TOKEN_ENDPOINT, own]) expect((await at(path, aud)).status).toBe(200);
+      await expectInvalidClient(await at(path, other), `aud must contain '${ISSUER}' or '${TOKEN_ENDPOINT}' or '${own}'.`);
+    }
   });
 
   test("iss and sub must both be the client id", async () => {

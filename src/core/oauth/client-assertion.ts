@@ -7,7 +7,7 @@
  * - its alg is one of ASSERTION_ALGS (never `none`, never HS*), and a registered key of the client
  *   fits it: the key named by the header's `kid`, or without `kid` each key of the alg's type;
  * - `iss` and `sub` are both the client id, and `aud` holds one of the acceptable audiences (the
- *   issuer, or the URL of the endpoint that receives it);
+ *   issuer or the token endpoint, and at introspection and revocation that endpoint's own URL);
  * - `exp` is present and not passed, `nbf` (if any) is reached and `iat` (if any) is not in the
  *   future, each with ASSERTION_CLOCK_SKEW_S of tolerance;
  * - it lives at most MAX_ASSERTION_LIFETIME_S: `exp` no further than that ahead of now (plus the

@@ -28,23 +28,38 @@ export const REVOCATION_ENDPOINT_PATH = "/oauth/revoke";
 
 const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" };
 
+/** What each OAuth endpoint of a host accepts from a client. */
+interface HostAuth {
+  token: ClientAuthOptions;
+  introspection: ClientAuthOptions;
+  revocation: ClientAuthOptions;
+}
+
 /**
- * The `aud` a private_key_jwt assertion sent to `url` (the host the request came to) may carry:
- * the issuer, or the URL of any of its OAuth endpoints (RFC 7523 §3; clients differ in which).
+ * The `aud` a private_key_jwt assertion sent to the endpoints of `url` (the host the request came
+ * to) may carry: the issuer or the token endpoint (RFC 7523 §3, OpenID Connect Core §9), and at
+ * introspection and revocation also that endpoint's own URL. The token endpoint is accepted
+ * there because clients send it for every endpoint; another endpoint's URL is refused, so an
+ * assertion made for one is no key to the others.
  */
-const assertionAudiences = (url: string): ClientAuthOptions => ({
-  assertionAudiences: [url, ...[TOKEN_ENDPOINT_PATH, INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH].map((path) => `${url}${path}`)],
-});
+const hostAuth = (url: string): HostAuth => {
+  const base = [url, `${url}${TOKEN_ENDPOINT_PATH}`];
+  return {
+    token: { assertionAudiences: base },
+    introspection: { assertionAudiences: [...base, `${url}${INTROSPECTION_ENDPOINT_PATH}`] },
+    revocation: { assertionAudiences: [...base, `${url}${REVOCATION_ENDPOINT_PATH}`] },
+  };
+};
 
 export function oauthRoutes(ctx: AppContext): RouteDef[] {
   const deps = { store: ctx.store, clock: ctx.clock, keySets: new VerificationKeySets() };
-  /** assertionAudiences per host, built once; gone with the host (a custom domain dropped or changed). */
-  const audiences = new WeakMap<HostMatch, ClientAuthOptions>();
-  /** The project a request's Host names, that host's URL (the issuer of tokens asked there) and the assertion audiences it accepts. */
-  const at = (request: Request): { project: ResolvedProject; url: string; auth: ClientAuthOptions } => {
+  /** hostAuth per host, built once; gone with the host (a custom domain dropped or changed). */
+  const auths = new WeakMap<HostMatch, HostAuth>();
+  /** The project a request's Host names, that host's URL (the issuer of tokens asked there) and what its endpoints accept. */
+  const at = (request: Request): { project: ResolvedProject; url: string; auth: HostAuth } => {
     const match = ctx.projects.resolveHost(requestHost(request));
-    let auth = audiences.get(match);
-    if (auth === undefined) audiences.set(match, (auth = assertionAudiences(match.url)));
+    let auth = auths.get(match);
+    if (auth === undefined) auths.set(match, (auth = hostAuth(match.url)));
     return { project: match.project, url: match.url, auth };
   };
   /** The tokens a project accepts back: those of its own host and of its custom domain, under its current keys. */
@@ -67,7 +82,7 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       errors: [400, 401, 413],
       handler: async ({ body, request, set }) => {
         const { project, url, auth } = at(request);
-        const answer = await clientCredentialsToken(ctx, project, url, request.headers.get("authorization"), body as OAuthTokenRequest, auth);
+        const answer = await clientCredentialsToken(ctx, project, url, request.headers.get("authorization"), body as OAuthTokenRequest, auth.token);
         Object.assign(set.headers, NO_STORE);
         return answer;
       },
@@ -88,7 +103,7 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       errors: [400, 401, 413],
       handler: async ({ body, request, set }) => {
         const { project, auth } = at(request);
-        const answer = await introspectToken(deps, accepted(project), request.headers.get("authorization"), body as OAuthTokenStatusRequest, auth);
+        const answer = await introspectToken(deps, accepted(project), request.headers.get("authorization"), body as OAuthTokenStatusRequest, auth.introspection);
         Object.assign(set.headers, NO_STORE);
         return answer;
       },
@@ -105,7 +120,7 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       errors: [400, 401, 413],
       handler: async ({ body, request }) => {
         const { project, auth } = at(request);
-        await revokeAccessToken(deps, accepted(project), request.headers.get("authorization"), body as OAuthTokenStatusRequest, auth);
+        await revokeAccessToken(deps, accepted(project), request.headers.get("authorization"), body as OAuthTokenStatusRequest, auth.revocation);
         return new Response(null, { status: 200, headers: NO_STORE });
       },
     },
