@@ -4,8 +4,8 @@
  * SIGTERM/SIGINT/SIGHUP stops accepting, lets in-flight requests finish (new ones on open connections
  * get 503), closes the store, exits 0. With TOKENMINT_METRICS_PORT it also serves `GET /metrics`
  * on a second listener; with TOKENMINT_LOG_FILE it deletes expired daily log files at start-up
- * and hourly, and flushes the log before it returns. Expired token revocations are pruned at
- * start-up and every few minutes.
+ * and hourly, and flushes the log before it returns. Expired token revocations and used
+ * assertion ids are pruned at start-up and every few minutes.
  *
  * With TOKENMINT_WORKERS above 1, each worker runs the same loop (`serveWorker`) on the shared
  * port, while its primary (serve-primary.ts) holds the lock, the metrics listener and the log
@@ -14,7 +14,7 @@
 import { buildFetch } from "../app.ts";
 import type { Config } from "../config/schema.ts";
 import type { AppContext } from "../context.ts";
-import { startRevocationPruning } from "../core/oauth/revocation-pruning.ts";
+import { startExpiryPruning } from "../core/oauth/expiry-pruning.ts";
 import { logSigners } from "../keys/signers/factory.ts";
 import { startLogRetention } from "../logging/retention.ts";
 import { metricsHandler } from "../metrics/endpoint.ts";
@@ -190,7 +190,7 @@ async function runServer(ctx: AppContext, role: ServerRole): Promise<number> {
   const stopRetention =
     logFile === undefined || role.worker ? () => {} : startLogRetention({ logFile, retentionDays: logRetentionDays, now: () => ctx.clock.now(), logger: ctx.logger });
   // Every worker prunes: the passes are short transactions, and a worker that finds nothing left is done.
-  const stopPruning = startRevocationPruning({ store: ctx.store, now: () => ctx.clock.now(), logger: ctx.logger });
+  const stopPruning = startExpiryPruning({ store: ctx.store, now: () => ctx.clock.now(), logger: ctx.logger });
 
   const signal = await stopping;
   ctx.logger.info("shutting down", { signal });

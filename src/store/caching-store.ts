@@ -373,8 +373,8 @@ export class CachingStore implements Store {
     return this.#inner.isTokenRevoked(projectId, jti, now);
   }
 
-  pruneRevokedTokens(now: number, limit: number): Promise<number> {
-    return this.#write(this.#inner.pruneRevokedTokens(now, limit), () => {});
+  pruneExpired(now: number, limit: number): Promise<number> {
+    return this.#write(this.#inner.pruneExpired(now, limit), () => {});
   }
 
   createApiKey(key: ApiKeyRecord): Promise<void> {

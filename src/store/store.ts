@@ -249,7 +249,7 @@ export interface Store {
   getClientById(projectId: string, id: string): Promise<ClientRecord | undefined>;
   listClients(projectId: string, providerId: string, page: PageRequest): Promise<Page<ClientRecord>>;
   updateClient(projectId: string, providerId: string, id: string, update: Updater<ClientRecord>): Promise<ClientRecord>;
-  /** Deletes the client, all its secrets and its public keys in one transaction; not_found when absent. */
+  /** Deletes the client, all its secrets, its public keys and the assertion ids it used, in one transaction; not_found when absent. */
   deleteClient(projectId: string, providerId: string, id: string): Promise<void>;
 
   /**
@@ -274,7 +274,8 @@ export interface Store {
    * Records the use of a client assertion's `jti` until `expiresAt`, atomically across processes:
    * true the first time, false while an earlier use of the same (client, jti) is unexpired at
    * `now`. Each call also removes a bounded number of the project's entries expired at `now`, so
-   * the records never outgrow the assertions used within their (short) lifetime.
+   * the records never outgrow the assertions used within their (short) lifetime; `pruneExpired`
+   * removes the rest once they expired, and `deleteClient` those of the client.
    */
   useAssertionJti(projectId: string, clientId: string, jti: string, expiresAt: number, now: number): Promise<boolean>;
 
@@ -288,16 +289,17 @@ export interface Store {
    * Records that the token `jti` of the project is revoked until `expiresAt` (epoch ms: the
    * token's `exp`), after which it is expired anyway and the entry may go. Idempotent: revoking
    * again keeps the later `expiresAt`. Removes a few entries of the project expired at `now` in
-   * the same transaction, so the list stays bounded even without `pruneRevokedTokens`.
+   * the same transaction, so the list stays bounded even without `pruneExpired`.
    */
   revokeToken(projectId: string, jti: string, expiresAt: number, now: number): Promise<void>;
   /** Whether `jti` is revoked at `now`: an entry whose `expiresAt` is past counts as gone, pruned or not. */
   isTokenRevoked(projectId: string, jti: string, now: number): Promise<boolean>;
   /**
-   * Removes up to `limit` revocation entries (of any project) whose `expiresAt` is at or before
-   * `now`, in one transaction; returns how many it removed (fewer than `limit`: none are left).
+   * Removes up to `limit` entries (of any project) whose expiry is at or before `now`, revocations
+   * and used assertion ids alike, in one transaction; returns how many it removed (fewer than
+   * `limit`: none are left).
    */
-  pruneRevokedTokens(now: number, limit: number): Promise<number>;
+  pruneExpired(now: number, limit: number): Promise<number>;
 
   getKeySet(projectId: string): Promise<KeySetRecord | undefined>;
   /**

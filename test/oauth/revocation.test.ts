@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decodeJwt } from "jose";
-import { pruneExpiredRevocations, startRevocationPruning } from "../../src/core/oauth/revocation-pruning.ts";
+import { pruneExpiredEntries, startExpiryPruning } from "../../src/core/oauth/expiry-pruning.ts";
 import { createLogger } from "../../src/logging/logger.ts";
 import { buildTestApp, FakeClock, tempDir, type TestApp } from "../helpers/app.ts";
 import {
@@ -99,11 +99,11 @@ describe("revocation endpoint", () => {
     const start = t.clock.ms;
     const farFuture = start + 86_400_000;
     // Clears the revocations of the tests before, so the count below is this test's alone.
-    await t.ctx.store.pruneRevokedTokens(farFuture, 1000);
+    await t.ctx.store.pruneExpired(farFuture, 1000);
     t.clock.advance(3600);
     try {
       await expectRevoked(await revoke(t, owner, token));
-      expect(await t.ctx.store.pruneRevokedTokens(farFuture, 1000)).toBe(0);
+      expect(await t.ctx.store.pruneExpired(farFuture, 1000)).toBe(0);
     } finally {
       t.clock.ms = start;
     }
@@ -143,10 +143,10 @@ describe("revocations are durable and pruned", () => {
       const issuedAt = t.clock.now();
       await expectRevoked(await revoke(t, owner, token));
       t.clock.advance(3599);
-      expect(await pruneExpiredRevocations(t.ctx.store, t.clock.now())).toBe(0);
+      expect(await pruneExpiredEntries(t.ctx.store, t.clock.now())).toBe(0);
       expect(await isActive(t, owner, token)).toBe(false);
       t.clock.advance(1);
-      expect(await pruneExpiredRevocations(t.ctx.store, t.clock.now())).toBe(1);
+      expect(await pruneExpiredEntries(t.ctx.store, t.clock.now())).toBe(1);
       // The entry is gone: asked about an instant when it applied, the store no longer knows it.
       expect(await t.ctx.store.isTokenRevoked(t.ctx.projectId, jti, issuedAt)).toBe(false);
       expect(await isActive(t, owner, token)).toBe(false);
@@ -159,14 +159,14 @@ describe("revocations are durable and pruned", () => {
     const t = await buildTestApp();
     try {
       for (let i = 0; i < 25; i++) await t.ctx.store.revokeToken(t.ctx.projectId, `jti-${i}`, t.clock.now() + 1000, t.clock.now());
-      expect(await pruneExpiredRevocations(t.ctx.store, t.clock.now() + 1000, 10)).toBe(25);
-      expect(await t.ctx.store.pruneRevokedTokens(t.clock.now() + 1000, 10)).toBe(0);
+      expect(await pruneExpiredEntries(t.ctx.store, t.clock.now() + 1000, 10)).toBe(25);
+      expect(await t.ctx.store.pruneExpired(t.clock.now() + 1000, 10)).toBe(0);
     } finally {
       await t.close();
     }
   });
 
-  test("startRevocationPruning prunes at start and logs how many; stopping waits for the pass", async () => {
+  test("startExpiryPruning prunes at start and logs how many; stopping waits for the pass", async () => {
     const lines: string[] = [];
     const t = await buildTestApp();
     try {
@@ -175,11 +175,11 @@ describe("revocations are durable and pruned", () => {
       await expectRevoked(await revoke(t, owner, await issueToken(t, owner)));
       t.clock.advance(3600);
       const logger = createLogger("info", (line) => lines.push(line), t.clock.now);
-      const stop = startRevocationPruning({ store: t.ctx.store, now: t.clock.now, logger });
+      const stop = startExpiryPruning({ store: t.ctx.store, now: t.clock.now, logger });
       await stop();
-      const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((l) => l.msg === "expired token revocations removed");
+      const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((l) => l.msg === "expired revocations and assertion ids removed");
       expect(logged.map((l) => l.count)).toEqual([2]);
-      expect(await t.ctx.store.pruneRevokedTokens(t.clock.now(), 100)).toBe(0);
+      expect(await t.ctx.store.pruneExpired(t.clock.now(), 100)).toBe(0);
     } finally {
       await t.close();
     }

@@ -115,7 +115,7 @@ export function runChangeContract(store: () => Store, A: string, other: () => Ot
     const before = await s.changeSeq();
     expect(await s.useAssertionJti(A, "client", "jti-1", T0 + 60_000, T0)).toBe(true);
     await s.revokeToken(A, "token-1", T0 + 60_000, T0);
-    await s.pruneRevokedTokens(T0 + 120_000, 10);
+    await s.pruneExpired(T0 + 120_000, 10);
     expect(await s.changeSeq()).toBe(before);
     expect(s.changeSeqNow?.() ?? before).toBe(before);
   });

@@ -2,7 +2,8 @@
  * The storage contract of client public keys (private_key_jwt) and used assertion ids, part of
  * runStoreContract (contract.ts): a key set belongs to an existing client, is replaced as a
  * whole and goes with its client; a jti is accepted once per client while unexpired, across store
- * instances, and expired entries are swept.
+ * instances, and its entry goes once expired (swept by later uses and by pruneExpired) or with
+ * its client.
  */
 import { expect, test } from "bun:test";
 import type { Store } from "../../src/store/store.ts";
@@ -64,6 +65,28 @@ export function runClientJwksContract(store: () => Store, A: string, B: string):
   test("assertion jti: racing uses of one jti succeed exactly once", async () => {
     const results = await Promise.all([1, 2, 3, 4, 5].map(() => store().useAssertionJti(A, "client-1", "raced", T0 + 60_000, T0)));
     expect(results.filter(Boolean)).toHaveLength(1);
+  });
+
+  test("assertion jti: pruneExpired removes used ids once expired, in bounded batches, with no use to sweep them", async () => {
+    await store().createProject({ id: A, name: "a", createdAt: T0 });
+    await store().createProject({ id: B, name: "b", createdAt: T0 });
+    for (const [project, jti] of [[A, "a-1"], [A, "a-2"], [B, "b-1"]]) expect(await store().useAssertionJti(project, "client-1", jti, T0 + 1000, T0)).toBe(true);
+    expect(await store().useAssertionJti(A, "client-1", "young", T0 + 120_000, T0)).toBe(true);
+    expect(await store().pruneExpired(T0 + 999, 10)).toBe(0);
+    expect(await store().pruneExpired(T0 + 1000, 2)).toBe(2);
+    expect(await store().pruneExpired(T0 + 1000, 2)).toBe(1);
+    expect(await store().pruneExpired(T0 + 1000, 2)).toBe(0);
+    expect(await store().useAssertionJti(A, "client-1", "young", T0 + 120_000, T0 + 2000)).toBe(false);
+  });
+
+  test("assertion jti: deleting the client forgets the ids it used, and only its own", async () => {
+    const { provider: p, first: c, second: keep } = await providerWithTwoClients(store(), A);
+    for (const client of [c, keep]) expect(await store().useAssertionJti(A, client.id, "jti-1", T0 + 60_000, T0)).toBe(true);
+    await store().deleteClient(A, p.id, c.id);
+    // Nothing of the deleted client's use is left; a client made again with its id starts afresh.
+    await store().createClient(c);
+    expect(await store().useAssertionJti(A, c.id, "jti-1", T0 + 60_000, T0 + 1)).toBe(true);
+    expect(await store().useAssertionJti(A, keep.id, "jti-1", T0 + 60_000, T0 + 1)).toBe(false);
   });
 
   test("assertion jti: expired entries are swept by later uses, unexpired ones kept", async () => {

@@ -1,7 +1,7 @@
 /**
  * The storage contract of token revocation, part of runStoreContract (contract.ts): a revoked
  * jti stays revoked until its token expires, per project; revoking is idempotent; expired
- * entries go, by revokeToken in passing and by pruneRevokedTokens, in bounded batches; and a
+ * entries go, by revokeToken in passing and by pruneExpired, in bounded batches; and a
  * client's `tokensRevokedBefore` round-trips.
  */
 import { expect, test } from "bun:test";
@@ -36,26 +36,26 @@ export function runRevocationContract(store: () => Store, A: string, B: string):
     expect(await store().isTokenRevoked(A, JTI, T0 + 45_000)).toBe(true);
     await projects();
     // One entry, not three: exactly one is pruned once it expired.
-    expect(await store().pruneRevokedTokens(T0 + 60_000, 100)).toBe(1);
-    expect(await store().pruneRevokedTokens(T0 + 60_000, 100)).toBe(0);
+    expect(await store().pruneExpired(T0 + 60_000, 100)).toBe(1);
+    expect(await store().pruneExpired(T0 + 60_000, 100)).toBe(0);
   });
 
-  test("revocation: pruneRevokedTokens removes only expired entries, of every project, at most `limit` a call", async () => {
+  test("revocation: pruneExpired removes only expired entries, of every project, at most `limit` a call", async () => {
     await projects();
     for (let i = 0; i < 5; i++) await store().revokeToken(A, `a-${i}`, T0 + 1000 * (i + 1), T0);
     await store().revokeToken(B, "b-0", T0 + 1000, T0);
     await store().revokeToken(B, "b-late", T0 + 10_000, T0);
     const now = T0 + 3000;
     // Expired at `now`: a-0, a-1, a-2 (expiry at `now` included) and b-0.
-    expect(await store().pruneRevokedTokens(now, 3)).toBe(3);
-    expect(await store().pruneRevokedTokens(now, 3)).toBe(1);
-    expect(await store().pruneRevokedTokens(now, 3)).toBe(0);
+    expect(await store().pruneExpired(now, 3)).toBe(3);
+    expect(await store().pruneExpired(now, 3)).toBe(1);
+    expect(await store().pruneExpired(now, 3)).toBe(0);
     // Still revoked at an earlier instant means the entry is still stored; pruned ones are gone.
     for (const jti of ["a-0", "a-1", "a-2"]) expect(await store().isTokenRevoked(A, jti, T0)).toBe(false);
     expect(await store().isTokenRevoked(B, "b-0", T0)).toBe(false);
     for (const jti of ["a-3", "a-4"]) expect(await store().isTokenRevoked(A, jti, T0)).toBe(true);
     expect(await store().isTokenRevoked(B, "b-late", T0)).toBe(true);
-    expect(await store().pruneRevokedTokens(T0 + 10_000, 100)).toBe(3);
+    expect(await store().pruneExpired(T0 + 10_000, 100)).toBe(3);
   });
 
   test("revocation: revokeToken removes the project's expired entries in passing", async () => {
@@ -68,7 +68,7 @@ export function runRevocationContract(store: () => Store, A: string, B: string):
     expect(await store().isTokenRevoked(A, "old-2", T0)).toBe(false);
     expect(await store().isTokenRevoked(B, "other-project", T0)).toBe(true);
     expect(await store().isTokenRevoked(A, JTI, T0 + 5000)).toBe(true);
-    expect(await store().pruneRevokedTokens(T0 + 5000, 100)).toBe(1);
+    expect(await store().pruneExpired(T0 + 5000, 100)).toBe(1);
   });
 
   test("clients: tokensRevokedBefore is set by updateClient and round-trips exactly", async () => {

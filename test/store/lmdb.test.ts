@@ -8,7 +8,7 @@ import { key } from "../../src/store/lmdb/lmdb-keys.ts";
 import { tempDir } from "../helpers/app.ts";
 import { runChangeSeqNowFreshness } from "./contract-changes.ts";
 import { runStoreContract } from "./contract.ts";
-import { T0, apiKeyRecord, clientRecord, keySetRecord, newProjectId, providerRecord, storeErrorKind } from "./fixtures.ts";
+import { T0, apiKeyRecord, clientRecord, keySetRecord, newProjectId, providerRecord, providerWithTwoClients, storeErrorKind } from "./fixtures.ts";
 
 /**
  * Ends the current event-loop turn. lmdb-js reads through a snapshot that it keeps until the next
@@ -374,6 +374,29 @@ describe("lmdb store", () => {
         expect(await store.keysChangedSince(seq)).toEqual({ seq: seq + 1, projects: [], keySets: [A] });
       } finally {
         await store.close();
+      }
+    }));
+
+  test("a deleted client leaves nothing of its used assertion ids in the file, nor does pruning of expired ones", () =>
+    withDir(async (path) => {
+      const store = openLmdbStore(path);
+      const { provider: p, first: gone, second: kept } = await providerWithTwoClients(store, A);
+      await store.createProject({ id: A, name: "a", createdAt: T0 });
+      await store.useAssertionJti(A, gone.id, "used-1", T0 + 60_000, T0);
+      await store.useAssertionJti(A, gone.id, "used-2", T0 + 90_000, T0);
+      await store.useAssertionJti(A, kept.id, "expires", T0 + 1000, T0);
+      await store.useAssertionJti(A, kept.id, "lives", T0 + 120_000, T0);
+      await store.deleteClient(A, p.id, gone.id);
+      expect(await store.pruneExpired(T0 + 2000, 100)).toBe(1);
+      await store.close();
+      const db = open({ path: join(path, "tokenmint.mdb"), encoding: "json", compression: false, readOnly: true });
+      try {
+        const keys = [...db.getKeys({ start: "jti", end: "jtj" })] as string[];
+        expect(keys.filter((k) => k.includes(gone.id))).toEqual([]);
+        const lives = `${kept.id}:lives`;
+        expect(keys.sort()).toEqual([key.expiring("jti", A, lives), key.expiryIndex("jti", A, T0 + 120_000, lives)].sort());
+      } finally {
+        await db.close();
       }
     }));
 

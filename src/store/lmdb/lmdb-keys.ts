@@ -17,7 +17,8 @@ const epochKey = (ms: number) => String(Math.max(0, Math.floor(ms))).padStart(16
  * by id (value: its expiry), and in an expiry index (value: its id), so expired ones are one range
  * scan from the start of the index.
  */
-export type ExpiringKind = "revoked" | "jti";
+export const EXPIRING_KINDS = ["revoked", "jti"] as const;
+export type ExpiringKind = (typeof EXPIRING_KINDS)[number];
 
 export const key = {
   meta: (name: string) => `meta:${name}`,

@@ -36,7 +36,7 @@ import {
 } from "../store.ts";
 import { finishesWithin } from "../../runtime/finishes-within.ts";
 import { backupEnvironment, damageFailure, lmdbFileProblem } from "./lmdb-file.ts";
-import { key, rangeEnd, type ExpiringKind } from "./lmdb-keys.ts";
+import { EXPIRING_KINDS, key, rangeEnd, type ExpiringKind } from "./lmdb-keys.ts";
 
 /** How long `close` waits for lmdb to finish (LmdbStore#close). */
 const CLOSE_TIMEOUT_MS = 5_000;
@@ -614,6 +614,13 @@ export class LmdbStore implements Store {
       const secrets = key.secretsOf(projectId, id);
       for (const secret of [...this.#db.getKeys({ start: secrets, end: rangeEnd(secrets) })]) this.#db.removeSync(secret);
       this.#db.removeSync(key.clientJwks(projectId, id));
+      // The assertion ids it used: nothing of a deleted client's use is kept.
+      const ids = key.expiring("jti", projectId, "");
+      const used = `${ids}${id}:`;
+      for (const { key: k, value } of [...this.#db.getRange({ start: used, end: rangeEnd(used) })]) {
+        this.#db.removeSync(k);
+        this.#db.removeSync(key.expiryIndex("jti", projectId, value as number, (k as string).slice(ids.length)));
+      }
     });
   }
 
@@ -638,7 +645,7 @@ export class LmdbStore implements Store {
 
   async useAssertionJti(projectId: string, clientId: string, jti: string, expiresAt: number, now: number): Promise<boolean> {
     return this.#write(() => {
-      this.#pruneExpired("jti", projectId, now, PRUNE_IN_PASSING);
+      this.#pruneKind("jti", projectId, now, PRUNE_IN_PASSING);
       const id = `${clientId}:${jti}`;
       if (this.#liveUntil("jti", projectId, id, now) !== undefined) return false;
       this.#putExpiring("jti", projectId, id, expiresAt);
@@ -700,7 +707,7 @@ export class LmdbStore implements Store {
   async revokeToken(projectId: string, jti: string, expiresAt: number, now: number): Promise<void> {
     await this.#write(() => {
       this.#putExpiring("revoked", projectId, jti, expiresAt);
-      this.#pruneExpired("revoked", projectId, now, PRUNE_IN_PASSING);
+      this.#pruneKind("revoked", projectId, now, PRUNE_IN_PASSING);
     }, true);
   }
 
@@ -708,12 +715,14 @@ export class LmdbStore implements Store {
     return this.#liveUntil("revoked", projectId, jti, now) !== undefined;
   }
 
-  async pruneRevokedTokens(now: number, limit: number): Promise<number> {
+  async pruneExpired(now: number, limit: number): Promise<number> {
     return this.#write(() => {
       let removed = 0;
       for (const { value } of this.#db.getRange({ start: "project:", end: rangeEnd("project:") })) {
-        if (removed >= limit) break;
-        removed += this.#pruneExpired("revoked", (value as ProjectRecord).id, now, limit - removed);
+        for (const kind of EXPIRING_KINDS) {
+          if (removed >= limit) return removed;
+          removed += this.#pruneKind(kind, (value as ProjectRecord).id, now, limit - removed);
+        }
       }
       return removed;
     }, true);
@@ -736,7 +745,7 @@ export class LmdbStore implements Store {
   }
 
   /** Inside a write transaction: removes up to `limit` entries of the project expired at `now`; returns how many. */
-  #pruneExpired(kind: ExpiringKind, projectId: string, now: number, limit: number): number {
+  #pruneKind(kind: ExpiringKind, projectId: string, now: number, limit: number): number {
     const range = { start: key.expiryIndexOf(kind, projectId), end: key.expiredBy(kind, projectId, now), limit };
     const expired = [...this.#db.getRange(range)];
     for (const { key: k, value } of expired) {
