@@ -128,3 +128,34 @@ test("any body over TOKENMINT_MAX_BODY_BYTES gets tokenmint's JSON 413, however 
   expect(within.status).toBe(201);
   expect(await server.proc.stop()).toBe(0);
 });
+
+test("a Content-Length sent twice with one value frames the body as one: the write, the token and /oauth/token are answered as usual", async () => {
+  const server = await startServer();
+  const key = await createApiKeyWithCli(server);
+  const post = (path: string, type: string, body: string, lengths: string, auth = `Bearer ${key}`) =>
+    exchange(server.port, `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${auth}\r\nContent-Type: ${type}\r\n${lengths}Connection: close\r\n\r\n${body}`);
+  const twice = (body: string) => `Content-Length: ${body.length}\r\nContent-Length: ${body.length}\r\n`;
+  const json = (raw: string) => ({ status: raw.slice(0, raw.indexOf("\r\n")), body: JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4)) as Record<string, unknown> });
+
+  const provider = json(await post("/v1/providers", "application/json", '{"name":"p"}', twice('{"name":"p"}')));
+  expect(provider).toMatchObject({ status: "HTTP/1.1 201 Created", body: { name: "p" } });
+  const clientBody = '{"name":"c","audience":"urn:a"}';
+  const client = json(await post(`/v1/providers/${provider.body.id}/clients`, "application/json", clientBody, twice(clientBody)));
+  expect(client.status).toBe("HTTP/1.1 201 Created");
+  const token = json(await post(`/v1/providers/${provider.body.id}/clients/${client.body.id}/tokens`, "application/json", '{"expiresIn":60}', twice('{"expiresIn":60}')));
+  expect(token).toMatchObject({ status: "HTTP/1.1 201 Created", body: { type: "Bearer" } });
+  const secret = (await (
+    await fetch(`${server.url}/v1/providers/${provider.body.id}/clients/${client.body.id}/secrets`, { method: "POST", headers: { authorization: `Bearer ${key}` } })
+  ).json()) as { secret: string };
+  const form = "grant_type=client_credentials";
+  const basic = `Basic ${btoa(`${client.body.id}:${encodeURIComponent(secret.secret)}`)}`;
+  expect(json(await post("/oauth/token", "application/x-www-form-urlencoded", form, twice(form), basic))).toMatchObject({
+    status: "HTTP/1.1 200 OK",
+    body: { token_type: "Bearer" },
+  });
+  // Two values that differ are refused by the runtime's parser, and nothing is written.
+  expect(await post("/v1/providers", "application/json", '{"name":"q"}', "Content-Length: 12\r\nContent-Length: 13\r\n")).toStartWith("HTTP/1.1 400 Bad Request\r\n");
+  const listed = (await (await fetch(`${server.url}/v1/providers`, { headers: { authorization: `Bearer ${key}` } })).json()) as { items: { name: string }[] };
+  expect(listed.items.map((p) => p.name)).toEqual(["p"]);
+  expect(await server.proc.stop()).toBe(0);
+});

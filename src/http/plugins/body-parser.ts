@@ -56,7 +56,11 @@ async function readUnknownLength(request: Request, maxBytes: number): Promise<Ui
 export function bodyBytes(request: Request, maxBytes: number): Promise<Uint8Array<ArrayBuffer>> | undefined {
   const declared = request.headers.get("content-length");
   if (declared === null) return readUnknownLength(request, maxBytes);
-  return Number(declared) <= maxBytes ? request.bytes() : undefined;
+  const length = Number(declared);
+  if (length <= maxBytes) return request.bytes();
+  // Not a number: the header sent twice with one value ("13, 13"), which the runtime accepts and
+  // frames the body by (RFC 9110 §8.6; two values differ and it answers 400). Read as of unknown length.
+  return Number.isNaN(length) ? readUnknownLength(request, maxBytes) : undefined;
 }
 
 /**
