@@ -14,7 +14,7 @@ import { auth, isManagementPath, type Principals } from "./http/plugins/auth.ts"
 import { bodyParser } from "./http/plugins/body-parser.ts";
 import { errorAnswer, errorHandler } from "./http/plugins/error-handler.ts";
 import { logRequest, rawPathOf, requestLog, UNMATCHED_ROUTE } from "./http/plugins/request-log.ts";
-import { hasUsableUrl, type RouteDef, type RouteInput, UNUSABLE_HOST_MESSAGE } from "./http/route.ts";
+import { hasUsableUrl, matchPath, type RouteDef, type RouteInput, UNUSABLE_HOST_MESSAGE } from "./http/route.ts";
 import { healthRoutes } from "./http/routes/health.ts";
 import { oauthRoutes } from "./http/routes/oauth.ts";
 import { clientJwksRoutes } from "./http/routes/v1/client-jwks.ts";
@@ -131,12 +131,16 @@ export type App = ReturnType<typeof buildApp>;
 /**
  * The answer to a request whose URL is not absolute (route.ts hasUsableUrl): 400, before routing
  * or authentication, since neither the project nor the route can be trusted; in the OAuth form
- * on an OAuth route's path. Logged without its path, and not at all under a path never logged.
+ * on an OAuth route's path. Logged as any request refused before routing, with the pattern its
+ * path matches and never the path, and not at all under a path never logged.
  */
 function refuseUnusableHost(ctx: AppContext, routes: readonly RouteDef[], request: Request): Response {
+  const start = performance.now();
   const { status, headers, body } = errorAnswer(ctx.logger, routes, new AppError("invalid_request", UNUSABLE_HOST_MESSAGE), "UNKNOWN", request, undefined);
-  logRequest(ctx.logger, ctx.metrics, request.method, UNMATCHED_ROUTE, rawPathOf(request.url), status, undefined);
-  return Response.json(body, { status, headers });
+  const path = rawPathOf(request.url);
+  const answer = Response.json(body, { status, headers });
+  logRequest(ctx.logger, ctx.metrics, request.method, matchPath(routes, path)?.path ?? UNMATCHED_ROUTE, path, status, performance.now() - start);
+  return answer;
 }
 
 /**

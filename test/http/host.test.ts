@@ -141,12 +141,13 @@ describe("a request without a usable Host header", () => {
     expect((await send("POST", s.tokensPath, "HTTP/1.1", "localhost:1234", [`Authorization: Bearer ${s.t.apiKey}`])).status).toBe(201);
   });
 
-  test("what is logged is one JSON request line each, with no path, id or stack", async () => {
+  test("what is logged is one JSON request line each, with its route pattern and duration, and no path, id or stack", async () => {
     s.lines.length = 0;
     await send("POST", s.tokensPath, "HTTP/1.1", "a b", [`Authorization: Bearer ${s.t.apiKey}`]);
     expect(s.lines.length).toBe(1);
     const line = JSON.parse(s.lines[0] as string) as Record<string, unknown>;
-    expect(line).toMatchObject({ msg: "request", method: "POST", route: "(unmatched)", status: 400 });
+    expect(line).toMatchObject({ msg: "request", method: "POST", route: "/v1/providers/:providerId/clients/:clientId/tokens", status: 400 });
+    expect(line.durationMs).toBeNumber();
     expect(s.lines[0]).not.toContain(s.tokensPath.split("/")[3] as string);
     expect(s.lines[0]).not.toContain("stack");
   });
