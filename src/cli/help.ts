@@ -101,9 +101,14 @@ run no other command on the directory meanwhile): restore refuses while a server
 It also refuses when FILE is not a tokenmint backup of this data format, or when the configured
 master key does not open its signing keys. A refusal changes nothing.
 
+Everything but the signing keys comes from the backup: each project keeps the key set of the
+data replaced, so tokens signed since the backup keep verifying and keys revoked since stay
+revoked. When that data cannot be read, the backup's keys are used (stderr says so).
+
 The backup is copied into the data directory under a temporary name, checked, flushed to disk
 and renamed over tokenmint.mdb, so a crash leaves either the old data or the restored data.
-Prints the restored file and its size, or {"file", "dataFile", "bytes"} with --json.`,
+Prints the restored file and its size, or {"file", "dataFile", "bytes", "signingKeysKept"}
+with --json (and "replacedUnread", why the replaced data could not be read, if so).`,
   check: `Usage: tokenmint check [--data-dir DIR] [--json]
 
 Checks, without writing anything, what 'serve' needs: the settings are valid, the data

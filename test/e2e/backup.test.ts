@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from "jose";
 import { open } from "lmdb";
 import { api, cleanup, createApiKeyWithCli, freePort, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
 
@@ -98,6 +99,50 @@ describe("backup and restore", () => {
     expect(await again.proc.stop()).toBe(0);
   }, 20_000);
 
+  test("a restore keeps the signing keys of the data it replaces: tokens signed since the backup verify, keys revoked since stay revoked", async () => {
+    const server = await startServer();
+    const { dataDir, env } = server;
+    const apiKey = await createApiKeyWithCli(server);
+    const provider = (await (await api(server, apiKey, "POST", "/v1/providers", { name: "payments" })).json()) as { id: string };
+    const client = (await (await api(server, apiKey, "POST", `/v1/providers/${provider.id}/clients`, { name: "billing", audience: "urn:billing" })).json()) as { id: string };
+    const file = join(tempDataDir(), "backup.mdb");
+    expect((await runTokenmint(["backup", file], env)).code).toBe(0);
+
+    // After the backup: the current key is revoked twice (a compromise), so a key the backup
+    // lacks signs; and a provider is added, which the restore takes back.
+    const kids = async () => (JSON.parse((await runTokenmint(["keys", "list", "--json"], env)).stdout) as { items: { kid: string; state: string }[] }).items;
+    const revoked: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const current = (await kids()).find((k) => k.state === "current")?.kid as string;
+      expect((await runTokenmint(["keys", "revoke", current], env)).code).toBe(0);
+      revoked.push(current);
+    }
+    await api(server, apiKey, "POST", "/v1/providers", { name: "later" });
+    // The server takes the CLI's revocations from its next request on.
+    const issued = (await (await api(server, apiKey, "POST", `/v1/providers/${provider.id}/clients/${client.id}/tokens`, {})).json()) as { accessToken: string };
+    const signer = decodeProtectedHeader(issued.accessToken).kid as string;
+    expect(revoked).not.toContain(signer);
+    const jwksBefore = await (await fetch(`${server.url}/.well-known/jwks`)).text();
+    expect(await server.proc.stop()).toBe(0);
+
+    const restored = await runTokenmint(["restore", file, "--json"], env);
+    expect(restored.code).toBe(0);
+    expect(JSON.parse(restored.stdout)).toMatchObject({ file, signingKeysKept: 1 });
+    expect(restored.stderrLines).toEqual(["Signing keys: 1 project(s) keep the key set they had, so their tokens keep verifying and revoked keys stay revoked."]);
+
+    const again = await startServer({ dataDir, masterKey: env.TOKENMINT_MASTER_KEY as string });
+    const jwks = (await (await fetch(`${again.url}/.well-known/jwks`)).json()) as JSONWebKeySet;
+    expect(JSON.stringify(jwks)).toBe(jwksBefore);
+    expect(jwks.keys.map((k) => k.kid)).not.toContain(revoked[0]);
+    await jwtVerify(issued.accessToken, createLocalJWKSet(jwks), { audience: "urn:billing" });
+    // The rest is the backup's: the provider added after it is gone; the client signs with the kept key.
+    const providers = (await (await api(again, apiKey, "GET", "/v1/providers")).json()) as { items: { name: string }[] };
+    expect(providers.items.map((p) => p.name)).toEqual(["payments"]);
+    const fresh = (await (await api(again, apiKey, "POST", `/v1/providers/${provider.id}/clients/${client.id}/tokens`, {})).json()) as { accessToken: string };
+    expect(decodeProtectedHeader(fresh.accessToken).kid).toBe(signer);
+    expect(await again.proc.stop()).toBe(0);
+  }, 30_000);
+
   test("restore is refused while a server serves the data directory, and nothing changes", async () => {
     const server = await startServer();
     const file = join(tempDataDir(), "backup.mdb");
@@ -164,6 +209,8 @@ describe("backup and restore", () => {
 
     const restored = await runTokenmint(["restore", file], env);
     expect(restored.code).toBe(0);
+    // The damaged data's keys cannot be kept: the backup's are used, and the note says so.
+    expect(restored.stderrLines.at(-1)).toMatch(/^Signing keys: the data replaced could not be read \(.*MDB_CORRUPTED.*\); the backup's keys are used/);
     const check = await runTokenmint(["check"], env);
     expect(check.code).toBe(0);
     expect(check.stdout).toContain("tokenmint check: ok");

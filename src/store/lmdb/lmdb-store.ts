@@ -252,6 +252,18 @@ export function openLmdbFileReadOnly(path: string): LmdbStore {
   return new LmdbStore(db, path, true);
 }
 
+/**
+ * Opens a data file staged by `restore` (not yet the data directory's) for writing: no process
+ * holds it, so no change is announced, and the server that opens it as its data keeps the room
+ * its commits need. Its lock file, `<path>-lock`, is the caller's to remove.
+ */
+export function openLmdbFileForRestore(path: string): LmdbStore {
+  const problem = lmdbFileProblem(path);
+  if (problem !== undefined) throw new StoreError("unavailable", `${path} ${problem}`);
+  const db = open({ path, encoding: "json", compression: false, noSubdir: true }) as RootDatabase<unknown, string>;
+  return new LmdbStore(db, path, false);
+}
+
 export class LmdbStore implements Store {
   readonly description: string;
   #db: RootDatabase<unknown, string>;
