@@ -33,6 +33,7 @@ import {
   rebaseKeySet,
   replaceNextKey,
   revokeKey,
+  servedMaxAgeOf,
   rotateKeySet,
   scheduledRotationAt,
   withMaxAge,
@@ -170,9 +171,16 @@ export class KeyService {
     return this.#o.policy?.(projectId) ?? { signingAlg: this.#o.signingAlg, rotationPeriod: this.#o.rotationPeriod };
   }
 
-  /** JWKS `Cache-Control` max-age of a project's key set, in seconds. */
+  /**
+   * JWKS `Cache-Control` max-age of a project's key set, in seconds: the project's, or the one its
+   * set records if shorter. A longer one is served only once a pass has recorded it, so a set
+   * never lacks the record of a max-age it was served with: shortened again before that pass,
+   * the longer one would hold no next key back (lifecycle.ts recordMaxAge).
+   */
   jwksMaxAge(projectId: string): number {
-    return jwksMaxAge(this.#policy(projectId).rotationPeriod);
+    const policy = jwksMaxAge(this.#policy(projectId).rotationPeriod);
+    const set = this.#loaded.get(projectId)?.set;
+    return set === undefined ? policy : Math.min(policy, servedMaxAgeOf(set));
   }
 
   /** Whether the project's ring is loaded (`ring` answers). */
@@ -385,7 +393,7 @@ export class KeyService {
     // Generated only once the rotation is allowed, and reused if the swap has to be retried.
     let pending: Promise<SigningKeyRecord> | undefined;
     await this.#swap(projectId, async (stored) => {
-      const maxAge = this.#o.rotationWait?.(projectId) ?? this.jwksMaxAge(projectId);
+      const maxAge = this.#o.rotationWait?.(projectId) ?? jwksMaxAge(this.#policy(projectId).rotationPeriod);
       // The max-age served now counts as #maintain records it (a tick may not have run since it
       // changed). A command that does not know the server's settings waits the bound instead.
       const set = this.#o.rotationWait === undefined ? withMaxAge(stored, maxAge, this.#o.now()).set : stored;

@@ -70,7 +70,7 @@ export function nextKeyReadyAt(set: KeySetRecord, maxAgeS: number): number {
 }
 
 /** The max-age a set was served with, as recorded: sets of earlier builds recorded none and were served with at most the bound. */
-const servedMaxAgeOf = (set: KeySetRecord) => set.servedMaxAge ?? MAX_JWKS_MAX_AGE_S;
+export const servedMaxAgeOf = (set: KeySetRecord) => set.servedMaxAge ?? MAX_JWKS_MAX_AGE_S;
 
 /**
  * Records `maxAgeS` as the JWKS max-age the set is served with from `now` on; undefined when it is

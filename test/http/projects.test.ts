@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, spyOn, test } from "bun:test";
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, SignJWT, type JSONWebKeySet } from "jose";
 import { createApiKey } from "../../src/core/api-keys.ts";
-import { createProject } from "../../src/core/projects.ts";
+import { createProject, updateProject } from "../../src/core/projects.ts";
 import { buildTestApp, createProviderAndClient, tempDir, type TestApp } from "../helpers/app.ts";
 import { basic, createSecret, expectOAuthError, FORM } from "../oauth/support.ts";
 import { expectError, json } from "./support.ts";
@@ -315,6 +315,31 @@ describe("projects", () => {
     expect(await issue()).toBe(next);
     await tickAfter(1);
     expect(await issue()).not.toBe(next);
+  });
+
+  test("the JWKS is never served with a longer max-age than its key set records, whoever changed the period", async () => {
+    const maxAge = async () => (await atHost(ACME_HOST, "GET", "/.well-known/jwks")).headers.get("cache-control");
+    const changedElsewhere = async (keyRotationPeriod: number) => {
+      // Another process (the CLI, another worker) writes the period; this one reloads the
+      // project, as on its next request, before its key pass has run.
+      await updateProject(t.ctx.store, acme.id, { keyRotationPeriod }, t.ctx.config, t.clock.now());
+      await t.ctx.projects.refreshOnly([acme.id]);
+    };
+    await asAcme("PATCH", "/v1/project", { keyRotationPeriod: 60 });
+    expect(await maxAge()).toBe("public, max-age=30");
+    // Lengthened: served as before until a pass has recorded the longer max-age ...
+    await changedElsewhere(86_400);
+    expect(await maxAge()).toBe("public, max-age=30");
+    await t.ctx.keys.tick();
+    expect(await maxAge()).toBe("public, max-age=300");
+    // ... so a set never lacks the record of a max-age it was served with: shortened before a
+    // pass, the JWKS served 300 s holds the next key back for that long.
+    await changedElsewhere(60);
+    expect(await maxAge()).toBe("public, max-age=30");
+    await t.ctx.keys.tick();
+    const set = await t.ctx.store.getKeySet(acme.id);
+    expect(set?.servedMaxAge).toBe(30);
+    expect(set?.cachedUntil).toBe(t.clock.now() + 300_000);
   });
 
   test("PATCH /v1/project rejects bad input field by field and changes nothing", async () => {
