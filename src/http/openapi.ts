@@ -5,6 +5,7 @@
  * form body and answer errors as `OAuthError` (`{error, error_description}`).
  */
 import type { TSchema } from "@sinclair/typebox";
+import { UUID_PATTERN } from "../core/ids.ts";
 import { OAUTH_ERROR_TABLE } from "../core/oauth/errors.ts";
 import { ERROR_TABLE } from "../errors.ts";
 import { ErrorBody } from "../schemas/common.ts";
@@ -38,6 +39,8 @@ const strip = (schema: TSchema): unknown =>
         const { min, max } = value["x-characters"] as { min: number; max: number };
         return { type: "string", description: value.description, minLength: min, maxLength: max, pattern: value.source };
       }
+      // A UUID (schemas/common.ts Uuid): its format too, which tools read where a pattern means nothing to them.
+      if (value !== null && typeof value === "object" && value.pattern === UUID_PATTERN) return { ...value, format: "uuid" };
       return value;
     }),
   );

@@ -102,6 +102,10 @@ describe("OpenAPI document", () => {
       expect(operation?.responses[String(route.success.status)]).toBeDefined();
       const declared = (operation?.parameters ?? []).filter((p) => p.in === "path").map((p) => p.name).sort();
       expect(declared).toEqual([...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1] as string).sort());
+      // Ids are UUIDs, said as OpenAPI tools read it (a kid is not one).
+      for (const { name, schema } of (operation?.parameters ?? []).filter((p) => p.in === "path" && p.name.endsWith("Id"))) {
+        expect({ name, format: (schema as { format?: string }).format }).toEqual({ name, format: "uuid" });
+      }
       if (route.auth) expect(operation?.responses["401"]).toBeDefined();
       else expect(operation?.security).toEqual(route.path.startsWith("/oauth/") ? [{ clientBasic: [] }, {}] : []);
     }
