@@ -101,14 +101,16 @@ run no other command on the directory meanwhile): restore refuses while a server
 It also refuses when FILE is not a tokenmint backup of this data format, or when the configured
 master key does not open its signing keys. A refusal changes nothing.
 
-Everything but the signing keys comes from the backup: each project keeps the key set of the
-data replaced, so tokens signed since the backup keep verifying and keys revoked since stay
-revoked. When that data cannot be read, the backup's keys are used (stderr says so).
+The data comes back as it was at the backup, but no revocation is undone and no signing key in
+use is dropped: each project keeps the key set of the data replaced where it is newer than the
+backup's, and API keys, tokens and clients' tokens revoked since stay revoked (stderr says what
+was kept). When that data cannot be read, the backup is taken as it is (stderr says so).
+Clients, secrets and API keys deleted since come back.
 
 The backup is copied into the data directory under a temporary name, checked, flushed to disk
 and renamed over tokenmint.mdb, so a crash leaves either the old data or the restored data.
-Prints the restored file and its size, or {"file", "dataFile", "bytes", "signingKeysKept"}
-with --json (and "replacedUnread", why the replaced data could not be read, if so).`,
+Prints the restored file and its size, or {"file", "dataFile", "bytes", "kept": {"signingKeys",
+"revocations"}} with --json (and "replacedUnread", why the replaced data could not be read).`,
   check: `Usage: tokenmint check [--data-dir DIR] [--json]
 
 Checks, without writing anything, what 'serve' needs: the settings are valid, the data

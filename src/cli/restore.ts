@@ -7,20 +7,23 @@
  * directory under a temporary name, checked there, flushed, and renamed over `tokenmint.mdb`;
  * the stale lock file and change announcements go with the old data.
  *
- * The signing keys are not restored: each project keeps the key set of the data replaced (when
- * it can be read and the master key opens it). Verifiers hold that set, tokens signed since the
- * backup are signed by its keys, and a key revoked since must stay revoked; the backup's keys
- * would drop the first and bring back the second. A project the replaced data lacks keeps the
- * backup's keys.
+ * A restore undoes changes, never a revocation, and drops no signing key in use: from the data
+ * replaced (when it can be read and the master key opens it), each project keeps its key set
+ * where that set published a key after the backup's did (verifiers hold it, tokens signed since
+ * the backup are signed by its keys, and a key revoked since must stay revoked), and every
+ * revocation made since the backup is kept: API keys, tokens, clients' `tokensRevokedBefore`.
  */
 import { chmodSync, constants, copyFileSync, existsSync, mkdirSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
+import type { Clock } from "../context.ts";
 import { AppError } from "../errors.ts";
 import { fsyncPath } from "../runtime/durable-files.ts";
 import { lmdbFileProblem } from "../store/lmdb/lmdb-file.ts";
 import { CHANGES_FILE, LMDB_FILE, openLmdbFileForRestore, openLmdbFileReadOnly } from "../store/lmdb/lmdb-store.ts";
-import type { KeySetRecord } from "../store/store.ts";
+import { keysByState } from "../keys/lifecycle.ts";
+import type { RevocationEntry } from "../store/lmdb/lmdb-store.ts";
+import type { ApiKeyRecord, ClientRecord, KeySetRecord, Page, PageRequest } from "../store/store.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
 import { inspectData } from "./check.ts";
 import type { Output } from "./output.ts";
@@ -34,7 +37,7 @@ function ensureNoServer(dataDir: string): void {
   }
 }
 
-export async function restoreCommand(config: Config, args: ParsedArgs, io: Output): Promise<void> {
+export async function restoreCommand(config: Config, args: ParsedArgs, io: Output, clock: Clock): Promise<void> {
   const [, file, extra] = args.words;
   if (file === undefined || file.trim() === "" || extra !== undefined) throw new UsageError("usage: tokenmint restore FILE [--json]");
   const { dataDir } = config;
@@ -47,7 +50,7 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const staged = join(dataDir, `.${LMDB_FILE}.restore-${process.pid}`);
   const target = join(dataDir, LMDB_FILE);
-  let keys: KeptKeys;
+  let kept: Kept;
   try {
     copyFileSync(file, staged, constants.COPYFILE_EXCL);
     chmodSync(staged, 0o600);
@@ -58,7 +61,7 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
     } finally {
       await store.close();
     }
-    keys = await keepSigningKeys(staged, await replacedKeySets(target, config));
+    kept = await keepFromReplaced(staged, await readReplaced(target, config, clock.now()), clock.now());
     rmSync(`${staged}-lock`, { force: true });
     fsyncPath(staged);
     ensureNoServer(dataDir);
@@ -81,26 +84,50 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
     throw error;
   }
   const bytes = statSync(target).size;
-  if (args.switches.has("--json")) io.out(JSON.stringify({ file, dataFile: target, bytes, signingKeysKept: keys.kept, ...(keys.unread === undefined ? {} : { replacedUnread: keys.unread }) }));
-  else io.out(`Restored ${file} to ${target} (${bytes} bytes); start the server to use it.`);
-  if (keys.kept > 0) io.err(`Signing keys: ${keys.kept} project(s) keep the key set they had, so their tokens keep verifying and revoked keys stay revoked.`);
-  if (keys.unread !== undefined) {
-    io.err(`Signing keys: the data replaced could not be read (${keys.unread}); the backup's keys are used, and tokens signed by keys made since the backup no longer verify.`);
+  if (args.switches.has("--json")) {
+    io.out(JSON.stringify({ file, dataFile: target, bytes, kept: { signingKeys: kept.signingKeys, revocations: kept.revocations }, ...(kept.unread === undefined ? {} : { replacedUnread: kept.unread }) }));
+  } else io.out(`Restored ${file} to ${target} (${bytes} bytes); start the server to use it.`);
+  if (kept.signingKeys > 0 || kept.revocations > 0) {
+    io.err(`Kept from the data replaced: the signing keys of ${kept.signingKeys} project(s) where newer than the backup's, and ${kept.revocations} revocation(s) of API keys, tokens and clients' tokens made since the backup.`);
+  }
+  if (kept.unread !== undefined) {
+    io.err(`The data replaced could not be read (${kept.unread}): the backup's signing keys are used, tokens signed by keys made since no longer verify, and revocations made since are undone.`);
   }
 }
 
-/** What keepSigningKeys did: how many projects kept their key set; why the replaced data could not be read, if so. */
-interface KeptKeys {
-  kept: number;
+/** What the restore kept of the data it replaced; `unread` says why nothing could be. */
+interface Kept {
+  signingKeys: number;
+  revocations: number;
   unread?: string;
 }
 
+/** What the data a restore replaces holds that must outlive it: its key sets, and its revocations. */
+interface Replaced {
+  keySets: Map<string, KeySetRecord>;
+  revokedApiKeys: ApiKeyRecord[];
+  /** Clients whose tokens were revoked (`tokensRevokedBefore`). */
+  revokedClients: ClientRecord[];
+  revokedTokens: RevocationEntry[];
+}
+
+/** Every item of a paged listing. */
+async function listAll<T extends { id: string }>(list: (page: PageRequest) => Promise<Page<T>>): Promise<T[]> {
+  const items: T[] = [];
+  for (let after: string | undefined; ; ) {
+    const page = await list({ limit: 1000, after });
+    items.push(...page.items);
+    if (page.last === undefined) return items;
+    after = page.last;
+  }
+}
+
 /**
- * The key set of each project in the data at `target`, which the restore replaces; undefined
+ * What the data at `target`, which the restore replaces, holds that must outlive it; undefined
  * when there is none, or why it cannot be used: it cannot be read, is of another format, or the
  * configured master key does not open its keys (a server could not sign with them).
  */
-async function replacedKeySets(target: string, config: Config): Promise<Map<string, KeySetRecord> | string | undefined> {
+async function readReplaced(target: string, config: Config, now: number): Promise<Replaced | string | undefined> {
   if (!existsSync(target)) return undefined;
   const problem = lmdbFileProblem(target);
   if (problem !== undefined) return `it ${problem}`;
@@ -108,12 +135,17 @@ async function replacedKeySets(target: string, config: Config): Promise<Map<stri
     const store = openLmdbFileReadOnly(target);
     try {
       await inspectData(store, config, target);
-      const sets = new Map<string, KeySetRecord>();
+      const replaced: Replaced = { keySets: new Map(), revokedApiKeys: [], revokedClients: [], revokedTokens: store.revocations(now) };
       for (const project of await store.listProjects()) {
         const set = await store.getKeySet(project.id);
-        if (set !== undefined) sets.set(project.id, set);
+        if (set !== undefined) replaced.keySets.set(project.id, set);
+        replaced.revokedApiKeys.push(...(await store.listApiKeys(project.id)).filter((k) => k.revokedAt !== undefined));
+        for (const provider of await listAll((page) => store.listProviders(project.id, page))) {
+          const clients = await listAll((page) => store.listClients(project.id, provider.id, page));
+          replaced.revokedClients.push(...clients.filter((c) => c.tokensRevokedBefore !== undefined));
+        }
       }
-      return sets;
+      return replaced;
     } finally {
       await store.close();
     }
@@ -122,23 +154,47 @@ async function replacedKeySets(target: string, config: Config): Promise<Map<stri
   }
 }
 
-/** Gives each project of the staged data the key set it has in the data replaced (`replaced`), where it has one. */
-async function keepSigningKeys(staged: string, replaced: Map<string, KeySetRecord> | string | undefined): Promise<KeptKeys> {
-  if (typeof replaced === "string") return { kept: 0, unread: replaced };
-  if (replaced === undefined || replaced.size === 0) return { kept: 0 };
+/** The instant a key set last published a key: every rotation, revocation or new algorithm publishes a next key. */
+const lastPublished = (set: KeySetRecord) => keysByState(set).next.createdAt;
+
+/**
+ * Brings into the staged data what the data replaced (`replaced`) must not lose: for each
+ * project of both, its key set where it published a key after the backup's did (so a standby
+ * holding older data takes the backup's), and every revocation made since the backup: API keys,
+ * tokens, and clients' `tokensRevokedBefore`. A restore undoes changes, never a revocation.
+ */
+async function keepFromReplaced(staged: string, replaced: Replaced | string | undefined, now: number): Promise<Kept> {
+  if (typeof replaced === "string") return { signingKeys: 0, revocations: 0, unread: replaced };
+  if (replaced === undefined) return { signingKeys: 0, revocations: 0 };
   const store = openLmdbFileForRestore(staged);
-  let kept = 0;
+  const kept: Kept = { signingKeys: 0, revocations: 0 };
   try {
-    for (const project of await store.listProjects()) {
-      const set = replaced.get(project.id);
-      if (set === undefined) continue;
-      const restored = await store.getKeySet(project.id);
+    const projects = new Set((await store.listProjects()).map((p) => p.id));
+    for (const projectId of projects) {
+      const set = replaced.keySets.get(projectId);
+      const restored = await store.getKeySet(projectId);
+      if (set === undefined || (restored !== undefined && lastPublished(set) <= lastPublished(restored))) continue;
       const version = restored?.version ?? 0;
-      if (!(await store.swapKeySet({ ...set, version: version + 1 }, version))) throw new Error(`the key set of project ${project.id} changed while it was restored`);
-      kept++;
+      if (!(await store.swapKeySet({ ...set, version: version + 1 }, version))) throw new Error(`the key set of project ${projectId} changed while it was restored`);
+      kept.signingKeys++;
     }
+    for (const revoked of replaced.revokedApiKeys) {
+      const key = (await store.listApiKeys(revoked.projectId)).find((k) => k.id === revoked.id);
+      if (key === undefined || key.revokedAt !== undefined) continue;
+      await store.updateApiKey(revoked.projectId, revoked.id, (k) => ({ ...k, revokedAt: revoked.revokedAt }));
+      kept.revocations++;
+    }
+    for (const revoked of replaced.revokedClients) {
+      const client = await store.getClientById(revoked.projectId, revoked.id);
+      const before = revoked.tokensRevokedBefore as number;
+      if (client === undefined || (client.tokensRevokedBefore ?? 0) >= before) continue;
+      await store.updateClient(client.projectId, client.providerId, client.id, (c) => ({ ...c, tokensRevokedBefore: Math.max(c.tokensRevokedBefore ?? 0, before) }));
+      kept.revocations++;
+    }
+    const tokens = replaced.revokedTokens.filter((entry) => projects.has(entry.projectId));
+    kept.revocations += await store.keepRevocations(tokens, now);
   } finally {
     await store.close();
   }
-  return { kept };
+  return kept;
 }

@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync 
 import { join } from "node:path";
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from "jose";
 import { open } from "lmdb";
-import { api, cleanup, createApiKeyWithCli, freePort, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
+import { api, cleanup, createApiKeyWithCli, freePort, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult, type Server } from "./process.ts";
 
 afterEach(cleanup);
 
@@ -99,48 +99,92 @@ describe("backup and restore", () => {
     expect(await again.proc.stop()).toBe(0);
   }, 20_000);
 
-  test("a restore keeps the signing keys of the data it replaces: tokens signed since the backup verify, keys revoked since stay revoked", async () => {
-    const server = await startServer();
+  test("a restore keeps the newer signing keys and every revocation made since the backup", async () => {
+    // One issuer for both servers (by default it names the port, which changes).
+    const settings = { TOKENMINT_PUBLIC_URL: "https://tm.example.test" };
+    const server = await startServer({ settings });
     const { dataDir, env } = server;
-    const apiKey = await createApiKeyWithCli(server);
+    const apiKey = await createApiKeyWithCli(server, "main");
+    const leaked = await createApiKeyWithCli(server, "leaked");
     const provider = (await (await api(server, apiKey, "POST", "/v1/providers", { name: "payments" })).json()) as { id: string };
-    const client = (await (await api(server, apiKey, "POST", `/v1/providers/${provider.id}/clients`, { name: "billing", audience: "urn:billing" })).json()) as { id: string };
+    const clientPath = async (name: string) => {
+      const client = (await (await api(server, apiKey, "POST", `/v1/providers/${provider.id}/clients`, { name, audience: "urn:billing" })).json()) as { id: string };
+      const { secret } = (await (await api(server, apiKey, "POST", `/v1/providers/${provider.id}/clients/${client.id}/secrets`)).json()) as { secret: string };
+      return { path: `/v1/providers/${provider.id}/clients/${client.id}`, basic: `Basic ${btoa(`${client.id}:${encodeURIComponent(secret)}`)}` };
+    };
+    const [billing, reports] = [await clientPath("billing"), await clientPath("reports")];
+    const issue = async (s: Server, path: string) => ((await (await api(s, apiKey, "POST", `${path}/tokens`, {})).json()) as { accessToken: string }).accessToken;
+    const oauth = (s: Server, endpoint: string, basic: string, token: string) =>
+      fetch(`${s.url}/oauth/${endpoint}`, { method: "POST", headers: { authorization: basic, "content-type": "application/x-www-form-urlencoded" }, body: `token=${token}` });
+    const beforeBackup = await issue(server, reports.path);
     const file = join(tempDataDir(), "backup.mdb");
     expect((await runTokenmint(["backup", file], env)).code).toBe(0);
 
     // After the backup: the current key is revoked twice (a compromise), so a key the backup
-    // lacks signs; and a provider is added, which the restore takes back.
-    const kids = async () => (JSON.parse((await runTokenmint(["keys", "list", "--json"], env)).stdout) as { items: { kid: string; state: string }[] }).items;
+    // lacks signs; an API key, a token and all of a client's tokens are revoked; a provider is
+    // added, which the restore takes back.
+    const keys = async () => (JSON.parse((await runTokenmint(["keys", "list", "--json"], env)).stdout) as { items: { kid: string; state: string }[] }).items;
     const revoked: string[] = [];
     for (let i = 0; i < 2; i++) {
-      const current = (await kids()).find((k) => k.state === "current")?.kid as string;
+      const current = (await keys()).find((k) => k.state === "current")?.kid as string;
       expect((await runTokenmint(["keys", "revoke", current], env)).code).toBe(0);
       revoked.push(current);
     }
+    const leakedId = (JSON.parse((await runTokenmint(["apikeys", "list", "--json"], env)).stdout) as { items: { id: string; name: string }[] }).items.find((k) => k.name === "leaked")?.id;
+    expect((await runTokenmint(["apikeys", "revoke", leakedId as string], env)).code).toBe(0);
     await api(server, apiKey, "POST", "/v1/providers", { name: "later" });
-    // The server takes the CLI's revocations from its next request on.
-    const issued = (await (await api(server, apiKey, "POST", `/v1/providers/${provider.id}/clients/${client.id}/tokens`, {})).json()) as { accessToken: string };
-    const signer = decodeProtectedHeader(issued.accessToken).kid as string;
+    const kept = await issue(server, billing.path);
+    const signer = decodeProtectedHeader(kept).kid as string;
     expect(revoked).not.toContain(signer);
+    const withdrawn = await issue(server, billing.path);
+    expect((await oauth(server, "revoke", billing.basic, withdrawn)).status).toBe(200);
+    expect((await api(server, apiKey, "POST", `${reports.path}/revoke-tokens`)).status).toBe(200);
     const jwksBefore = await (await fetch(`${server.url}/.well-known/jwks`)).text();
     expect(await server.proc.stop()).toBe(0);
 
     const restored = await runTokenmint(["restore", file, "--json"], env);
     expect(restored.code).toBe(0);
-    expect(JSON.parse(restored.stdout)).toMatchObject({ file, signingKeysKept: 1 });
-    expect(restored.stderrLines).toEqual(["Signing keys: 1 project(s) keep the key set they had, so their tokens keep verifying and revoked keys stay revoked."]);
+    expect(JSON.parse(restored.stdout)).toMatchObject({ file, kept: { signingKeys: 1, revocations: 3 } });
+    expect(restored.stderrLines).toEqual([
+      "Kept from the data replaced: the signing keys of 1 project(s) where newer than the backup's, and 3 revocation(s) of API keys, tokens and clients' tokens made since the backup.",
+    ]);
 
-    const again = await startServer({ dataDir, masterKey: env.TOKENMINT_MASTER_KEY as string });
+    const again = await startServer({ dataDir, masterKey: env.TOKENMINT_MASTER_KEY as string, settings });
     const jwks = (await (await fetch(`${again.url}/.well-known/jwks`)).json()) as JSONWebKeySet;
     expect(JSON.stringify(jwks)).toBe(jwksBefore);
     expect(jwks.keys.map((k) => k.kid)).not.toContain(revoked[0]);
-    await jwtVerify(issued.accessToken, createLocalJWKSet(jwks), { audience: "urn:billing" });
+    await jwtVerify(kept, createLocalJWKSet(jwks), { audience: "urn:billing", issuer: settings.TOKENMINT_PUBLIC_URL });
+    // The revocations hold: the API key, the token, the client's earlier tokens.
+    expect((await api(again, leaked, "GET", "/v1/providers")).status).toBe(401);
+    const active = async (basic: string, token: string) => ((await (await oauth(again, "introspect", basic, token)).json()) as { active: boolean }).active;
+    expect(await active(billing.basic, kept)).toBe(true);
+    expect(await active(billing.basic, withdrawn)).toBe(false);
+    expect(await active(reports.basic, beforeBackup)).toBe(false);
     // The rest is the backup's: the provider added after it is gone; the client signs with the kept key.
     const providers = (await (await api(again, apiKey, "GET", "/v1/providers")).json()) as { items: { name: string }[] };
     expect(providers.items.map((p) => p.name)).toEqual(["payments"]);
-    const fresh = (await (await api(again, apiKey, "POST", `/v1/providers/${provider.id}/clients/${client.id}/tokens`, {})).json()) as { accessToken: string };
-    expect(decodeProtectedHeader(fresh.accessToken).kid).toBe(signer);
+    expect(decodeProtectedHeader(await issue(again, billing.path)).kid).toBe(signer);
     expect(await again.proc.stop()).toBe(0);
+  }, 30_000);
+
+  test("restored onto older data of the same instance (a standby), the backup's newer keys are taken", async () => {
+    const masterKey = newMasterKey();
+    const primary = cliEnv(await seededDataDir(masterKey), masterKey);
+    const [older, newer] = [join(tempDataDir(), "older.mdb"), join(tempDataDir(), "newer.mdb")];
+    expect((await runTokenmint(["backup", older], primary)).code).toBe(0);
+    const list = async (env: Record<string, string>) => (JSON.parse((await runTokenmint(["keys", "list", "--json"], env)).stdout) as { items: { kid: string; state: string }[] }).items;
+    const current = (await list(primary)).find((k) => k.state === "current")?.kid as string;
+    expect((await runTokenmint(["keys", "revoke", current], primary)).code).toBe(0);
+    expect((await runTokenmint(["backup", newer], primary)).code).toBe(0);
+
+    const standby = cliEnv(tempDataDir(), masterKey);
+    expect((await runTokenmint(["restore", older], standby)).code).toBe(0);
+    const restored = await runTokenmint(["restore", newer, "--json"], standby);
+    expect(restored.code).toBe(0);
+    expect(JSON.parse(restored.stdout)).toMatchObject({ kept: { signingKeys: 0, revocations: 0 } });
+    expect(restored.stderrLines).toEqual([]);
+    expect(await list(standby)).toEqual(await list(primary));
+    expect((await list(standby)).map((k) => k.kid)).not.toContain(current);
   }, 30_000);
 
   test("restore is refused while a server serves the data directory, and nothing changes", async () => {
@@ -209,8 +253,8 @@ describe("backup and restore", () => {
 
     const restored = await runTokenmint(["restore", file], env);
     expect(restored.code).toBe(0);
-    // The damaged data's keys cannot be kept: the backup's are used, and the note says so.
-    expect(restored.stderrLines.at(-1)).toMatch(/^Signing keys: the data replaced could not be read \(.*MDB_CORRUPTED.*\); the backup's keys are used/);
+    // Nothing of the damaged data can be kept: the backup's keys are used, and the note says so.
+    expect(restored.stderrLines.at(-1)).toMatch(/^The data replaced could not be read \(.*MDB_CORRUPTED.*\): the backup's signing keys are used/);
     const check = await runTokenmint(["check"], env);
     expect(check.code).toBe(0);
     expect(check.stdout).toContain("tokenmint check: ok");

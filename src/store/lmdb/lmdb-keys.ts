@@ -41,6 +41,8 @@ export const key = {
   keySet: (projectId: string) => `keyset:${projectId}`,
   /** An expiring entry by id → its expiry (epoch ms). A used assertion's id is `<client id>:<jti>`. */
   expiring: (kind: ExpiringKind, projectId: string, id: string) => `${kind}:${projectId}:${id}`,
+  /** Every expiring entry of a kind, of every project. */
+  expiringOf: (kind: ExpiringKind) => `${kind}:`,
   /** The same entry in the expiry index → its id. */
   expiryIndex: (kind: ExpiringKind, projectId: string, expiresAt: number, id: string) => `${kind}exp:${projectId}:${epochKey(expiresAt)}:${id}`,
   expiryIndexOf: (kind: ExpiringKind, projectId: string) => `${kind}exp:${projectId}:`,

@@ -254,14 +254,22 @@ export function openLmdbFileReadOnly(path: string): LmdbStore {
 
 /**
  * Opens a data file staged by `restore` (not yet the data directory's) for writing: no process
- * holds it, so no change is announced, and the server that opens it as its data keeps the room
- * its commits need. Its lock file, `<path>-lock`, is the caller's to remove.
+ * holds it, so no change is announced. Its commits keep room on disk as a server's do. Its lock
+ * file, `<path>-lock`, is the caller's to remove.
  */
 export function openLmdbFileForRestore(path: string): LmdbStore {
   const problem = lmdbFileProblem(path);
   if (problem !== undefined) throw new StoreError("unavailable", `${path} ${problem}`);
+  needSpareFor(path);
   const db = open({ path, encoding: "json", compression: false, noSubdir: true }) as RootDatabase<unknown, string>;
-  return new LmdbStore(db, path, false);
+  return new LmdbStore(db, path, false, undefined, roomOf(db, path));
+}
+
+/** A revoked token's entry: its project, its jti and until when it is kept (the token's `exp`). */
+export interface RevocationEntry {
+  projectId: string;
+  jti: string;
+  expiresAt: number;
 }
 
 export class LmdbStore implements Store {
@@ -720,6 +728,34 @@ export class LmdbStore implements Store {
     await this.#write(() => {
       this.#putExpiring("revoked", projectId, jti, expiresAt);
       this.#pruneKind("revoked", projectId, now, PRUNE_IN_PASSING);
+    }, true);
+  }
+
+  /** Every token revocation of every project still in force at `now` (for `restore`). */
+  revocations(now: number): RevocationEntry[] {
+    const prefix = key.expiringOf("revoked");
+    const entries: RevocationEntry[] = [];
+    for (const { key: k, value } of this.#db.getRange({ start: prefix, end: rangeEnd(prefix) })) {
+      const expiresAt = value as number;
+      if (expiresAt <= now) continue;
+      // `revoked:<project id>:<jti>`: a project id is a UUID, the jti may hold anything.
+      const rest = (k as string).slice(prefix.length);
+      const colon = rest.indexOf(":");
+      entries.push({ projectId: rest.slice(0, colon), jti: rest.slice(colon + 1), expiresAt });
+    }
+    return entries;
+  }
+
+  /** Records `entries` (revocations read from other data) in one transaction, each until its expiry or a later one already recorded; returns how many were not recorded before. */
+  async keepRevocations(entries: readonly RevocationEntry[], now: number): Promise<number> {
+    if (entries.length === 0) return 0;
+    return this.#write(() => {
+      let added = 0;
+      for (const { projectId, jti, expiresAt } of entries) {
+        if (this.#liveUntil("revoked", projectId, jti, now) === undefined) added++;
+        this.#putExpiring("revoked", projectId, jti, expiresAt);
+      }
+      return added;
     }, true);
   }
 
