@@ -8,7 +8,7 @@
 import type { Config } from "./config/schema.ts";
 import { ensureBootstrapApiKey } from "./core/api-keys.ts";
 import { ProjectDirectory } from "./core/project-directory.ts";
-import { ensureDefaultProject, projectHostsProblem, recordServedSettings, servedSettings, type InstanceSettings } from "./core/projects.ts";
+import { ensureDefaultProject, projectHostsClash, projectHostsProblem, recordServedSettings, servedSettings, type InstanceSettings } from "./core/projects.ts";
 import type { AppContext, Clock } from "./context.ts";
 import { KeyService } from "./keys/key-service.ts";
 import { jwksMaxAge, MAX_JWKS_MAX_AGE_S } from "./keys/lifecycle.ts";
@@ -40,12 +40,20 @@ async function checkFormat(store: Store, dataDir: string): Promise<void> {
 }
 
 /**
- * Refuses (StartupError) data holding projects besides the default one when `instance` gives them
- * no hosts: the base domain is an IP address (core/projects.ts). Shared with `check`.
+ * Refuses (StartupError) data whose projects `instance` cannot serve: projects besides the
+ * default one when it gives them no hosts (the base domain is an IP address), or two projects
+ * at one host (settings changed since a custom domain or slug was set; core/projects.ts
+ * projectHostsClash). Shared with `check`.
  */
 export async function checkProjectHosts(store: Store, instance: InstanceSettings, dataDir: string): Promise<void> {
+  const projects = await store.listProjects();
   const hosts = projectHostsProblem(instance);
-  if (hosts !== undefined && (await store.listProjects()).length > 1) throw new StartupError(`cannot serve the projects in ${dataDir}: ${hosts}`);
+  if (hosts !== undefined && projects.length > 1) throw new StartupError(`cannot serve the projects in ${dataDir}: ${hosts}`);
+  const defaultProjectId = await store.getMeta<string>("defaultProjectId");
+  const clash = projectHostsClash(projects, instance, defaultProjectId ?? "");
+  if (clash !== undefined) {
+    throw new StartupError(`cannot serve the projects in ${dataDir}: ${clash}; serve with the settings it was set under (TOKENMINT_PUBLIC_URL, TOKENMINT_BASE_DOMAIN) and change it first`);
+  }
 }
 
 async function unlockMasterKey(store: Store, config: Config, logger: Logger): Promise<CryptoKey> {

@@ -155,6 +155,29 @@ export function normalizeCustomDomain(raw: string, instance: InstanceSettings): 
   return host;
 }
 
+/**
+ * Why `projects` cannot all be served under `instance`, or undefined: a host two of them would
+ * answer at. A custom domain and a slug are checked when set, against the settings of the day;
+ * settings changed since (`TOKENMINT_PUBLIC_URL`, `TOKENMINT_BASE_DOMAIN`) can put a custom
+ * domain at the public URL's host or under the base domain, where a project's own host is, or
+ * give a project the public URL's host.
+ */
+export function projectHostsClash(projects: readonly ProjectRecord[], instance: InstanceSettings, defaultProjectId: string): string | undefined {
+  const publicName = new URL(instance.publicUrl).hostname;
+  const base = hostnameOf(instance.baseDomain);
+  for (const project of projects) {
+    const slug = project.slug ?? DEFAULT_PROJECT_SLUG;
+    if (project.customDomain !== undefined) {
+      const name = hostnameOf(project.customDomain);
+      if (name === publicName || name === base || name.endsWith(`.${base}`)) {
+        return `project '${slug}' has the custom domain ${project.customDomain}, which is now the public URL's host, the base domain ${instance.baseDomain} or a host under it`;
+      }
+    }
+    if (project.id !== defaultProjectId && `${slug}.${base}` === publicName) return `project '${slug}' would be at ${publicName}, the public URL's host`;
+  }
+  return undefined;
+}
+
 /** A change of a project's settings, as `PATCH /v1/project` and `projects create` take it. */
 export interface ProjectChange {
   name?: string;
@@ -237,6 +260,9 @@ export async function createProject(
   const hosts = projectHostsProblem(instance);
   if (hosts !== undefined) throw new AppError("invalid_request", `Cannot create a project: ${hosts}.`);
   const record = newProjectRecord(input, instance, now);
+  // Its host must be no other project's custom domain (one set under other settings).
+  const clash = (await store.listProjects()).find((p) => p.customDomain !== undefined && hostnameOf(p.customDomain) === `${record.slug}.${hostnameOf(instance.baseDomain)}`);
+  if (clash !== undefined) throw new AppError("conflict", `Cannot create a project: its host ${record.slug}.${hostnameOf(instance.baseDomain)} is the custom domain of project '${clash.slug}'.`);
   const policy = { signingAlg: record.signingAlg ?? instance.signingAlg, rotationPeriod: record.keyRotationPeriod ?? instance.keyRotationPeriod };
   const keySet = await firstKeys?.(record.id, policy);
   await store.createProject(record, keySet).catch(storeClash);
