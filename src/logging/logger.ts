@@ -9,7 +9,7 @@
 import type { Config, LogLevel } from "../config/schema.ts";
 import { ConfigError } from "../config/load.ts";
 import { openDailyFileSink } from "./file-sink.ts";
-import { openStreamSink, type LogSink } from "./stream-sink.ts";
+import { openStreamSink, type LogOutput, type LogSink } from "./stream-sink.ts";
 
 export type LogFields = Record<string, string | number | boolean | undefined>;
 
@@ -53,15 +53,15 @@ export const logFileError = (logFile: string, reason: string) => new ConfigError
 /**
  * The logger of `serve`: stdout, or the daily files of TOKENMINT_LOG_FILE when set. Both hold
  * lines to the end of the event-loop turn, but write warnings and errors at once, with the lines
- * before them. Throws when the log directory or today's file cannot be created (a ConfigError
- * naming the setting).
+ * before them (`stdout` stands for standard output in tests). Throws when the log directory or
+ * today's file cannot be created (a ConfigError naming the setting).
  */
-export function createServiceLogger(config: Pick<Config, "logLevel" | "logFile">, now: () => number = Date.now): Logger {
+export function createServiceLogger(config: Pick<Config, "logLevel" | "logFile">, now: () => number = Date.now, stdout?: LogOutput): Logger {
   let sink: LogSink;
   // Lines dropped while standard output was not read (stream-sink.ts): a warning, after the lines held.
   let logger: Logger | undefined;
   const onDropped = (lines: number) => logger?.warn("log lines dropped while standard output was not read", { lines });
-  if (config.logFile === undefined) sink = openStreamSink(undefined, onDropped);
+  if (config.logFile === undefined) sink = openStreamSink(stdout, onDropped);
   else {
     try {
       sink = openDailyFileSink(config.logFile, { now: now() });

@@ -12,11 +12,20 @@
  * than that is written alone.
  *
  * A reader that stops reading (a stalled journald or container log driver) must not cost the
- * service its memory: the runtime would queue every write it cannot make at once, without limit.
- * So once a write is refused for now (`write` returns false), the sink writes nothing more until
- * the output has room again (`drain`), holds at most MAX_HELD_BYTES of lines meanwhile and drops
- * the lines beyond, counting them; `onDropped` hears the count once the output takes lines again.
+ * service its memory, nor stop it. Standard output is written directly (`writeNow`, a `write`
+ * system call of the sink's own), not through the runtime's stream: the runtime queues what it
+ * cannot write at once and writes it later as one buffer, which a pipe may take in part, so the
+ * line a process was writing when it exited could be cut and run into another process's. A
+ * write refused for now (the reader has no room) is held and tried again soon (FIRST_RETRY_MS, up
+ * to RETRY_MS while nothing goes); at most MAX_HELD_BYTES of lines are held meanwhile, and the lines beyond are dropped and counted;
+ * `onDropped` hears the count once the output takes lines again. An output that is only a stream
+ * (`write` returning false when it has no room, `whenDrained`) is held the same way.
+ *
+ * At exit, what is held is written before the process ends, waiting up to EXIT_WAIT_MS for a
+ * reader with no room; what still could not be written is counted on standard error.
  */
+
+import { writeSync } from "node:fs";
 
 /** Where lines go: the logger calls `write` with each line and its time (epoch ms). */
 export interface LogSink {
@@ -35,50 +44,143 @@ const FLUSH_AT_PIECES = 16;
 export const MAX_HELD_BYTES = 4 * 1024 * 1024;
 
 /**
- * Where a sink writes. `write` returns false when it took the text but the output has no room for
- * more (a pipe nobody reads); then `whenDrained` calls `resume` once it has.
+ * How soon lines held for an output with no room are tried again (ms): at once when the last try
+ * wrote something (a reader busy but reading, who would otherwise be kept waiting), doubling up
+ * to RETRY_MS while nothing goes (a reader that stopped costs a try every RETRY_MS).
+ */
+export const FIRST_RETRY_MS = 1;
+export const RETRY_MS = 64;
+/** How long an exiting process waits for an output with no room to take what is held (ms). */
+export const EXIT_WAIT_MS = 2000;
+
+/**
+ * Where a sink writes. With `writeNow`, the sink writes through it alone: it writes what it can of
+ * `data` at once and answers how many bytes that was (0: no room now). Otherwise `write` takes the
+ * text, returning false when the output has no room for more (a pipe nobody reads); then
+ * `whenDrained` calls `resume` once it has.
  */
 export interface LogOutput {
   write(text: string): boolean | void;
   whenDrained?(resume: () => void): void;
+  writeNow?(data: string | Uint8Array): number;
 }
 
-const stdoutOutput: LogOutput = {
-  write: (text) => process.stdout.write(text),
-  whenDrained: (resume) => void process.stdout.once("drain", resume),
-};
+/** Writes to file descriptor `fd` at once: the bytes written, 0 when it has no room now (EAGAIN). A closed reader (EPIPE) takes nothing more, ever: its lines are dropped. */
+export function directOutput(fd: number): LogOutput {
+  let closed = false;
+  // A string is written as it is (encoding it to a Buffer first cost 1 µs a piece).
+  const writeNow = (data: string | Uint8Array): number => {
+    if (closed) return byteLength(data);
+    try {
+      return typeof data === "string" ? writeSync(fd, data) : writeSync(fd, data);
+    } catch (error) {
+      if ((error as { code?: string }).code === "EAGAIN") return 0;
+      closed = true;
+      return byteLength(data);
+    }
+  };
+  return { writeNow, write: (text) => void writeNow(text) };
+}
+
+/**
+ * Standard output, written directly. Reading `process.stdout` makes the runtime set a pipe or
+ * socket non-blocking, so a write its reader has no room for fails at once (EAGAIN) rather than
+ * stopping the process.
+ */
+function stdoutOutput(): LogOutput {
+  void process.stdout;
+  return directOutput(1);
+}
+
+/** Blocks the thread for `ms` (only at exit, where nothing else may run). */
+const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+const byteLength = (data: string | Uint8Array) => (typeof data === "string" ? Buffer.byteLength(data) : data.byteLength);
+
+/** Newlines in `data`: the lines it ends. */
+function linesIn(data: string | Uint8Array): number {
+  const text = typeof data === "string" ? data : Buffer.from(data).toString("latin1");
+  let count = 0;
+  for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) count++;
+  return count;
+}
 
 /**
  * A sink that writes to `output` (standard output by default) once per event-loop turn, in pieces
  * of whole lines of at most PIPE_BUF bytes, holding lines while the output has no room (see the
- * module). It also flushes on the process's `exit` event; `serve` flushes at shutdown.
+ * module). It also writes what it holds when the process exits; `serve` flushes at shutdown.
  * `onDropped` is told how many lines were dropped, once the output has room again.
  */
-export function openStreamSink(output: LogOutput | ((text: string) => void) = stdoutOutput, onDropped?: (lines: number) => void): LogSink {
-  const out: LogOutput = typeof output === "function" ? { write: output } : output;
+export function openStreamSink(output?: LogOutput | ((text: string) => void), onDropped?: (lines: number) => void): LogSink {
+  const out: LogOutput = output === undefined ? stdoutOutput() : typeof output === "function" ? { write: output } : output;
   let pieces: string[] = [];
   let current = "";
   let currentBytes = 0;
-  /** Bytes of the lines held (in `pieces` and `current`). */
+  /** Bytes of the lines held (in `pieces`, `current` and `partial`). */
   let heldBytes = 0;
+  /** The rest of a piece `writeNow` took in part: written before anything else. */
+  let partial: Uint8Array | undefined;
   let scheduled: ReturnType<typeof setImmediate> | undefined;
-  /** Set while the output has no room: nothing is written until it drains. */
+  /** Set while the output has no room: nothing is written until it has. */
   let blocked = false;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  let retryMs = FIRST_RETRY_MS;
   let dropped = 0;
 
-  /** Writes the pieces held, up to the first the output has no room after. */
-  const writeHeld = (force: boolean) => {
+  const takeCurrent = () => {
     if (scheduled !== undefined) clearImmediate(scheduled);
     scheduled = undefined;
     if (current !== "") pieces.push(current);
     current = "";
     currentBytes = 0;
-    if (blocked && !force) return;
+  };
+
+  /**
+   * Through `writeNow`: writes the piece taken in part, then the pieces held, until the output
+   * has no room; returns whether everything went. What is left stays held.
+   */
+  const writeDirect = (writeNow: (data: string | Uint8Array) => number): boolean => {
+    const before = heldBytes;
+    let i = 0;
+    for (;;) {
+      const data = partial ?? (i < pieces.length ? (pieces[i++] as string) : undefined);
+      if (data === undefined) break;
+      partial = undefined;
+      const written = writeNow(data);
+      heldBytes -= written;
+      if (written < byteLength(data)) {
+        // A piece nothing of which was taken stays the first held; the rest of one taken in part goes first.
+        if (written === 0 && typeof data === "string") pieces = pieces.slice(i - 1);
+        else {
+          partial = (typeof data === "string" ? Buffer.from(data) : data).subarray(written);
+          pieces = pieces.slice(i);
+        }
+        retryMs = heldBytes < before ? FIRST_RETRY_MS : Math.min(retryMs * 2, RETRY_MS);
+        return false;
+      }
+    }
+    pieces = [];
+    heldBytes = 0;
+    retryMs = FIRST_RETRY_MS;
+    return true;
+  };
+
+  /** Writes the pieces held, up to the first the output has no room for (or after). */
+  const writeHeld = () => {
+    takeCurrent();
+    if (blocked) return;
+    if (out.writeNow !== undefined) {
+      if (writeDirect(out.writeNow)) return;
+      blocked = true;
+      retry = setTimeout(resume, retryMs);
+      retry.unref?.();
+      return;
+    }
     const queue = pieces;
     pieces = [];
     heldBytes = 0;
     for (let i = 0; i < queue.length; i++) {
-      if (out.write(queue[i] as string) !== false || force || out.whenDrained === undefined) continue;
+      if (out.write(queue[i] as string) !== false || out.whenDrained === undefined) continue;
       // Taken, but no room for more: hold the rest until the output drains.
       pieces = queue.slice(i + 1);
       for (const piece of pieces) heldBytes += Buffer.byteLength(piece);
@@ -88,17 +190,40 @@ export function openStreamSink(output: LogOutput | ((text: string) => void) = st
     }
   };
   const resume = () => {
+    retry = undefined;
     blocked = false;
     const count = dropped;
     dropped = 0;
     // Told before the held lines are written: its line (if it logs one) follows them, where the gap is.
     if (count > 0) onDropped?.(count);
-    writeHeld(false);
+    writeHeld();
   };
-  const flush = () => writeHeld(false);
-  // At exit (and close) nothing is waited for: what is held is handed to the output as it is.
-  const onExit = () => writeHeld(true);
-  process.on("exit", onExit);
+  const flush = () => writeHeld();
+
+  /** At exit: everything held goes out now, waiting up to EXIT_WAIT_MS for room; what cannot is counted on stderr. */
+  const writeAll = () => {
+    takeCurrent();
+    if (retry !== undefined) clearTimeout(retry);
+    retry = undefined;
+    blocked = false;
+    if (out.writeNow === undefined) {
+      for (const piece of pieces) out.write(piece);
+      pieces = [];
+      heldBytes = 0;
+      return;
+    }
+    const deadline = Date.now() + EXIT_WAIT_MS;
+    while (!writeDirect(out.writeNow) && Date.now() < deadline) sleepSync(5);
+    const lost = dropped + (partial === undefined ? 0 : linesIn(partial)) + pieces.reduce((n, piece) => n + linesIn(piece), 0);
+    partial = undefined;
+    pieces = [];
+    heldBytes = 0;
+    dropped = 0;
+    // Standard error made non-blocking first (as stdoutOutput does): a stalled reader of it must not hold up the exit either.
+    void process.stderr;
+    if (lost > 0) directOutput(2).writeNow?.(Buffer.from(`tokenmint: ${lost} log line(s) not written: standard output was not read\n`));
+  };
+  process.on("exit", writeAll);
 
   return {
     write(line) {
@@ -121,8 +246,8 @@ export function openStreamSink(output: LogOutput | ((text: string) => void) = st
     },
     flush,
     close() {
-      writeHeld(true);
-      process.off("exit", onExit);
+      writeAll();
+      process.off("exit", writeAll);
     },
   };
 }

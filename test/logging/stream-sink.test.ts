@@ -4,10 +4,12 @@
  * is lost when the process exits.
  */
 import { afterEach, describe, expect, test } from "bun:test";
+import { readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { LogSink } from "../../src/logging/stream-sink.ts";
+import type { LogOutput, LogSink } from "../../src/logging/stream-sink.ts";
 import { createServiceLogger } from "../../src/logging/logger.ts";
-import { MAX_HELD_BYTES, openStreamSink, PIPE_BUF } from "../../src/logging/stream-sink.ts";
+import { EXIT_WAIT_MS, MAX_HELD_BYTES, openStreamSink, PIPE_BUF, RETRY_MS } from "../../src/logging/stream-sink.ts";
 import { BUN, REPO_ROOT } from "../e2e/process.ts";
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
@@ -25,26 +27,28 @@ function recordingSink(): { sink: LogSink; writes: string[] } {
   return { sink, writes };
 }
 
-/** Records what is written to process.stdout until the test ends. */
-function recordStdout(): string[] {
+/** An output written directly (as standard output is): records what it writes, all at once. */
+function recordingOutput(): { output: LogOutput; writes: string[] } {
   const writes: string[] = [];
-  const original = process.stdout.write;
-  process.stdout.write = ((chunk: string | Uint8Array) => {
-    writes.push(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString());
-    return true;
-  }) as typeof process.stdout.write;
-  restores.push(() => {
-    process.stdout.write = original;
-  });
-  return writes;
+  const output: LogOutput = {
+    write: () => {
+      throw new Error("an output with writeNow is written through it alone");
+    },
+    writeNow: (data) => {
+      const bytes = typeof data === "string" ? Buffer.from(data) : data;
+      writes.push(Buffer.from(bytes).toString());
+      return bytes.byteLength;
+    },
+  };
+  return { output, writes };
 }
 
 const line = (n: number, bytes: number) => `${String(n).padStart(4, "0")}${"x".repeat(bytes - 5)}\n`;
 
 describe("serve's log on standard output", () => {
   test("the lines of one turn are written together once the turn ends, in order", async () => {
-    const writes = recordStdout();
-    const logger = createServiceLogger({ logLevel: "info", logFile: undefined }, () => Date.UTC(2026, 0, 5, 8));
+    const { output, writes } = recordingOutput();
+    const logger = createServiceLogger({ logLevel: "info", logFile: undefined }, () => Date.UTC(2026, 0, 5, 8), output);
     logger.info("request", { method: "POST", status: 201 });
     logger.info("request", { method: "GET", status: 200 });
     logger.debug("below the level");
@@ -61,8 +65,8 @@ describe("serve's log on standard output", () => {
   });
 
   test("warnings and errors are written at once, after the lines held before them", () => {
-    const writes = recordStdout();
-    const logger = createServiceLogger({ logLevel: "info", logFile: undefined });
+    const { output, writes } = recordingOutput();
+    const logger = createServiceLogger({ logLevel: "info", logFile: undefined }, Date.now, output);
     logger.info("first");
     logger.warn("second");
     expect(writes).toHaveLength(1);
@@ -157,6 +161,24 @@ describe("serve's log when standard output is not read", () => {
   }
   const lineNumbers = (writes: string[]) => writes.join("").split("\n").slice(0, -1).map((l) => Number(l.slice(0, 6)));
   const numbered = (n: number) => `${String(n).padStart(6, "0")}${"x".repeat(93)}\n`;
+  /** An output written directly that takes `room` bytes, then none until `open()`. */
+  function stalledDirectOutput(room: number) {
+    const writes: string[] = [];
+    let left = room;
+    const output: LogOutput = {
+      write: () => {
+        throw new Error("an output with writeNow is written through it alone");
+      },
+      writeNow: (data) => {
+        const bytes = typeof data === "string" ? Buffer.from(data) : data;
+        const taken = Math.min(left, bytes.byteLength);
+        left -= taken;
+        if (taken > 0) writes.push(Buffer.from(bytes.subarray(0, taken)).toString());
+        return taken;
+      },
+    };
+    return { output, writes, open: () => (left = Number.POSITIVE_INFINITY) };
+  }
 
   test("once the output has no room, nothing more is written until it drains; the lines beyond MAX_HELD_BYTES are dropped and counted", async () => {
     const { output, writes, drain, waiting } = stalledOutput(3);
@@ -193,24 +215,13 @@ describe("serve's log when standard output is not read", () => {
   });
 
   test("serve's logger says how many lines it dropped, in a warning after the lines it held", async () => {
-    const { output, writes, drain } = stalledOutput(1);
-    const original = process.stdout.write;
-    const originalOnce = process.stdout.once;
-    process.stdout.write = ((text: string) => output.write(text)) as typeof process.stdout.write;
-    process.stdout.once = ((event: string, callback: () => void) => {
-      expect(event).toBe("drain");
-      output.whenDrained(callback);
-      return process.stdout;
-    }) as typeof process.stdout.once;
-    restores.push(() => {
-      process.stdout.write = original;
-      process.stdout.once = originalOnce;
-    });
-    const logger = createServiceLogger({ logLevel: "info", logFile: undefined }, () => Date.UTC(2026, 0, 5, 8));
+    const { output, writes, open } = stalledDirectOutput(1000);
+    const logger = createServiceLogger({ logLevel: "info", logFile: undefined }, () => Date.UTC(2026, 0, 5, 8), output);
     const lines = Math.ceil(MAX_HELD_BYTES / 60) + 1000;
     for (let i = 0; i < lines; i++) logger.info("request", { n: i });
     await nextTurn();
-    drain(Number.POSITIVE_INFINITY);
+    open();
+    await Bun.sleep(RETRY_MS * 3);
     logger.flush?.();
     const entries = writes.join("").split("\n").slice(0, -1).map((l) => JSON.parse(l) as { level: string; msg: string; n?: number; lines?: number });
     const warning = entries.at(-1);
@@ -219,4 +230,67 @@ describe("serve's log when standard output is not read", () => {
     expect(kept.map((e) => e.n)).toEqual(Array.from({ length: kept.length }, (_, i) => i));
     expect(kept.length + (warning?.lines as number)).toBe(lines);
   });
+
+  test("a write taken in part is finished first, before anything else, once there is room", async () => {
+    const { output, writes, open } = stalledDirectOutput(PIPE_BUF + 100);
+    const sink = openStreamSink(output);
+    sinks.push(sink);
+    for (let i = 0; i < 200; i++) sink.write(numbered(i), 0);
+    await nextTurn();
+    // One piece whole, the next cut after 100 bytes: nothing more until there is room again.
+    expect(writes.join("")).toHaveLength(PIPE_BUF + 100);
+    sink.write(numbered(200), 0);
+    sink.flush();
+    expect(writes.join("")).toHaveLength(PIPE_BUF + 100);
+    open();
+    await Bun.sleep(RETRY_MS * 3);
+    expect(writes.join("")).toBe(Array.from({ length: 201 }, (_, i) => numbered(i)).join(""));
+  });
+});
+
+describe("serve's log at exit, when standard output is slow to be read", () => {
+  /** A child that logs `lines` lines in one turn, lets the turn end, and exits. Its stdout is read only after `readAfterMs`. */
+  async function exitingChild(lines: number, readAfterMs: number) {
+    const script = [
+      `import { createServiceLogger } from ${JSON.stringify(join(REPO_ROOT, "src/logging/logger.ts"))};`,
+      `const logger = createServiceLogger({ logLevel: "info", logFile: undefined });`,
+      `for (let n = 0; n < ${lines}; n++) logger.info("request", { n });`,
+      `setTimeout(() => process.exit(0), 50);`,
+    ].join("\n");
+    // A pipe whose reader waits (a test's own pipe would be read at once, whoever asks for it).
+    const errors = join(tmpdir(), `tokenmint-exit-${process.pid}-${readAfterMs}.err`);
+    const shell = `"$BUN" -e "$SCRIPT" 2>"$ERRORS"; echo "exit $?" >>"$ERRORS.code"`;
+    const child = Bun.spawn(["sh", "-c", `(${shell}) | (sleep ${readAfterMs / 1000}; cat)`], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, BUN, SCRIPT: script, ERRORS: errors },
+      stdout: "pipe",
+      stderr: "inherit",
+    });
+    const [stdout] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+    try {
+      return { stdout, stderr: readFileSync(errors, "utf8"), code: readFileSync(`${errors}.code`, "utf8").trim() };
+    } finally {
+      rmSync(errors, { force: true });
+      rmSync(`${errors}.code`, { force: true });
+    }
+  }
+
+  test("what is held is written in whole lines, in order, once the reader takes it within the wait", async () => {
+    // About 400 KB: far more than a pipe holds, so the exit meets a full pipe.
+    const { stdout, stderr, code } = await exitingChild(5000, 500);
+    expect(code).toBe("exit 0");
+    expect(stderr).toBe("");
+    const entries = stdout.split("\n").slice(0, -1).map((l) => JSON.parse(l) as { n: number });
+    expect(entries.map((e) => e.n)).toEqual(Array.from({ length: 5000 }, (_, n) => n));
+  });
+
+  test("past the wait, the process ends; every line out is whole, and stderr counts the rest", async () => {
+    const { stdout, stderr, code } = await exitingChild(5000, EXIT_WAIT_MS + 1500);
+    expect(code).toBe("exit 0");
+    const entries = stdout.split("\n").slice(0, -1).map((l) => JSON.parse(l) as { n: number });
+    expect(entries.map((e) => e.n)).toEqual(Array.from({ length: entries.length }, (_, n) => n));
+    const lost = Number(/^tokenmint: (\d+) log line\(s\) not written: standard output was not read\n$/.exec(stderr)?.[1]);
+    expect(entries.length).toBeLessThan(5000);
+    expect(entries.length + lost).toBe(5000);
+  }, 15_000);
 });
