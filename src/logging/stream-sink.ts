@@ -172,8 +172,7 @@ export function openStreamSink(output?: LogOutput | ((text: string) => void), on
     if (out.writeNow !== undefined) {
       if (writeDirect(out.writeNow)) return;
       blocked = true;
-      retry = setTimeout(resume, retryMs);
-      retry.unref?.();
+      scheduleRetry();
       return;
     }
     const queue = pieces;
@@ -189,8 +188,8 @@ export function openStreamSink(output?: LogOutput | ((text: string) => void), on
       return;
     }
   };
+  /** The output has room again: what was dropped meanwhile is told, then the lines held go out. */
   const resume = () => {
-    retry = undefined;
     blocked = false;
     const count = dropped;
     dropped = 0;
@@ -199,6 +198,20 @@ export function openStreamSink(output?: LogOutput | ((text: string) => void), on
     writeHeld();
   };
   const flush = () => writeHeld();
+  /** Through `writeNow`, while blocked: tries the lines held again; once they have all gone, the drop is told, after them. */
+  const retryHeld = () => {
+    retry = undefined;
+    takeCurrent();
+    if (!writeDirect(out.writeNow as (data: string | Uint8Array) => number)) return scheduleRetry();
+    blocked = false;
+    const count = dropped;
+    dropped = 0;
+    if (count > 0) onDropped?.(count);
+  };
+  function scheduleRetry() {
+    retry = setTimeout(retryHeld, retryMs);
+    retry.unref?.();
+  }
 
   /** At exit: everything held goes out now, waiting up to EXIT_WAIT_MS for room; what cannot is counted on stderr. */
   const writeAll = () => {
