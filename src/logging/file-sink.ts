@@ -8,8 +8,8 @@
  * never waits for the disk per line. `flush` writes them synchronously; the sink also flushes on
  * the process's `exit` event, and `serve` flushes at shutdown.
  */
-import { accessSync, chmodSync, closeSync, constants, existsSync, fchmodSync, mkdirSync, openSync, statSync, writeSync } from "node:fs";
-import { basename, dirname, extname, join } from "node:path";
+import { accessSync, chmodSync, closeSync, constants, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, statSync, writeSync } from "node:fs";
+import { basename, dirname, extname, join, relative, sep } from "node:path";
 import { openStreamSink, type LogSink } from "./stream-sink.ts";
 
 /** The parts of a TOKENMINT_LOG_FILE path: `/dir/name.log` → dir `/dir`, stem `name`, ext `.log`. */
@@ -22,6 +22,8 @@ export interface DailyLogPath {
 const DAY_MS = 86_400_000;
 export const LOG_FILE_MODE = 0o640;
 export const LOG_DIR_MODE = 0o750;
+/** How often the open log file is checked to be still at its path (ms). */
+export const MOVED_CHECK_MS = 1000;
 
 export function dailyLogPath(logFile: string): DailyLogPath {
   const name = basename(logFile);
@@ -55,8 +57,15 @@ export const utcDayStart = (time: number) => Math.floor(time / DAY_MS) * DAY_MS;
 /** Creates the log directory if missing (mode 0750). Throws with the reason when it cannot. */
 export function ensureLogDirectory(dir: string): void {
   const created = mkdirSync(dir, { recursive: true, mode: LOG_DIR_MODE });
-  // The umask may have narrowed the mode; set it exactly on the directory we created.
-  if (created !== undefined) chmodSync(dir, LOG_DIR_MODE);
+  if (created === undefined) return;
+  // The umask may have narrowed the mode; set it exactly on every directory made, from the first
+  // (the one `mkdirSync` names) down to `dir`, so the group reaches the files through all of them.
+  let made = created;
+  chmodSync(made, LOG_DIR_MODE);
+  for (const part of relative(created, dir).split(sep).filter((p) => p !== "")) {
+    made = join(made, part);
+    chmodSync(made, LOG_DIR_MODE);
+  }
 }
 
 /** Opens `file` for appending; a file this call creates gets mode 0640 whatever the umask. */
@@ -138,11 +147,20 @@ export function openDailyFileSink(logFile: string, options: DailyFileSinkOptions
     }
     fd = undefined;
   };
+  /** When the open file was last found still at its path. */
+  let checkedAt = 0;
   const append = (text: string) => {
     try {
+      // A file (or directory) removed or renamed meanwhile would take the lines where no one
+      // finds them, without an error: at most once a second, the path must still lead to it.
+      if (fd !== undefined && Date.now() - checkedAt >= MOVED_CHECK_MS) {
+        checkedAt = Date.now();
+        if (statSync(join(path.dir, name), { throwIfNoEntry: false })?.ino !== fstatSync(fd).ino) closeQuietly();
+      }
       if (fd === undefined) {
         ensureLogDirectory(path.dir);
         fd = openForAppend(join(path.dir, name));
+        checkedAt = Date.now();
       }
       const bytes = Buffer.from(text);
       let offset = 0;

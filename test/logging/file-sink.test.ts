@@ -4,10 +4,10 @@
  * files named exactly `name-YYYY-MM-DD.log` older than the retention are ever deleted.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError } from "../../src/config/load.ts";
-import { dailyLogFileDay, dailyLogFileName, dailyLogPath, openDailyFileSink } from "../../src/logging/file-sink.ts";
+import { dailyLogFileDay, dailyLogFileName, dailyLogPath, MOVED_CHECK_MS, openDailyFileSink } from "../../src/logging/file-sink.ts";
 import type { LogSink } from "../../src/logging/stream-sink.ts";
 import { createLogger, createServiceLogger } from "../../src/logging/logger.ts";
 import { expiredLogFiles, purgeOldLogFiles, startLogRetention } from "../../src/logging/retention.ts";
@@ -111,11 +111,32 @@ describe("daily file sink", () => {
       out.write("b\n", now + DAY);
       out.flush();
       expect(mode(dir)).toBe(0o750);
+      // Every directory it made, not only the last: the group reaches the files through them.
+      expect(mode(join(dir, ".."))).toBe(0o750);
       expect(mode(join(dir, "tokenmint-2026-01-05.log"))).toBe(0o640);
       expect(mode(join(dir, "tokenmint-2026-01-06.log"))).toBe(0o640);
     } finally {
       process.umask(previous);
     }
+  });
+
+  test("a log directory or file removed while it runs is made again within a second; nothing goes to a deleted file", async () => {
+    const dir = join(logDir(), "logs");
+    const now = Date.UTC(2026, 0, 5, 12);
+    const errors: string[] = [];
+    const out = sink(join(dir, "tokenmint.log"), now, (message) => errors.push(message));
+    const file = join(dir, "tokenmint-2026-01-05.log");
+    out.write("before\n", now);
+    out.flush();
+    for (const remove of [() => rmSync(dir, { recursive: true }), () => rmSync(file)]) {
+      remove();
+      await Bun.sleep(MOVED_CHECK_MS + 50);
+      out.write("after\n", now);
+      out.flush();
+      expect(read(file)).toBe("after\n");
+      expect(mode(dir)).toBe(0o750);
+    }
+    expect(errors).toEqual([]);
   });
 
   test("appends to an existing file of the day and leaves its mode alone", () => {
