@@ -10,7 +10,7 @@ import type { AppContext } from "./context.ts";
 import { openApiDocument } from "./http/openapi.ts";
 import { directLane } from "./http/direct.ts";
 import { NO_PRINCIPAL, type Principal } from "./core/api-keys.ts";
-import { auth, isManagementPath, type Principals } from "./http/plugins/auth.ts";
+import { auth, HEALTH_PATHS, isManagementPath, type Principals } from "./http/plugins/auth.ts";
 import { bodyParser } from "./http/plugins/body-parser.ts";
 import { errorAnswer, errorHandler } from "./http/plugins/error-handler.ts";
 import { logRequest, rawPathOf, requestLog, UNMATCHED_ROUTE } from "./http/plugins/request-log.ts";
@@ -144,6 +144,17 @@ function refuseUnusableHost(ctx: AppContext, routes: readonly RouteDef[], reques
 }
 
 /**
+ * A request for a health endpoint (GET or HEAD, no body) whose Host is missing or unusable, made
+ * again at a placeholder host it does not look at; undefined for any other request.
+ */
+function healthProbe(request: Request): Request | undefined {
+  if ((request.method !== "GET" && request.method !== "HEAD") || request.url.includes("#")) return undefined;
+  const path = rawPathOf(request.url);
+  if (!HEALTH_PATHS.has(path)) return undefined;
+  return new Request(`http://health.invalid${path}`, { method: request.method });
+}
+
+/**
  * The fetch handler `serve` listens with, and the app behind it. Each request first checks that
  * the process's memory is up to the data (keys/key-service.ts follow; it waits only when
  * something was written since the last request). The routes asked most, token issuance and
@@ -158,7 +169,12 @@ export function buildFetch(ctx: AppContext): { app: App; fetch: (request: Reques
   const app = buildApp(ctx, routes);
   const direct = directLane(ctx, routes, app);
   const fetch = (request: Request): Response | Promise<Response> => {
-    if (!hasUsableUrl(request)) return refuseUnusableHost(ctx, routes, request);
+    if (!hasUsableUrl(request)) {
+      // A health probe needs no host: a load balancer's check may send none (HTTP/1.0, HAProxy's httpchk).
+      const probe = healthProbe(request);
+      if (probe === undefined) return refuseUnusableHost(ctx, routes, request);
+      request = probe;
+    }
     // Whatever was written before this request, by any process, is what it sees.
     const caughtUp = ctx.keys.follow();
     return caughtUp === undefined ? (direct(request) ?? app.handle(request)) : caughtUp.then(() => direct(request) ?? app.handle(request));

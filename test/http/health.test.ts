@@ -29,10 +29,19 @@ describe("health endpoints", () => {
     expect(body.message).not.toContain("disk gone");
   });
 
-  test("/readyz is 503 while draining", async () => {
+  test("/readyz is 503 while draining, /healthz 200: the process is up", async () => {
     t.ctx.draining = true;
-    const res = await t.request("GET", "/readyz");
-    expect(res.status).toBe(503);
-    expect(((await res.json()) as { code: string }).code).toBe("unavailable");
+    try {
+      const res = await t.request("GET", "/readyz");
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { code: string }).code).toBe("unavailable");
+      const live = await t.request("GET", "/healthz");
+      expect({ status: live.status, body: await live.json() }).toEqual({ status: 200, body: { status: "ok" } });
+      // Anything else is turned away, closing the connection.
+      const other = await t.request("GET", "/.well-known/jwks");
+      expect({ status: other.status, connection: other.headers.get("connection") }).toEqual({ status: 503, connection: "close" });
+    } finally {
+      t.ctx.draining = false;
+    }
   });
 });

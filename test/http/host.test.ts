@@ -135,6 +135,20 @@ describe("a request without a usable Host header", () => {
     expect(providers.items.map((p) => p.name)).toEqual(["payments"]);
   });
 
+  test("health probes are answered whatever the Host: a load balancer's HTTP/1.0 check sends none", async () => {
+    for (const [version, host] of hosts) {
+      const label = `${version} Host=${JSON.stringify(host)}`;
+      const live = await send("GET", "/healthz", version, host);
+      expect({ label, status: live.status, body: live.body }).toEqual({ label, status: 200, body: '{"status":"ok"}' });
+      const ready = await send("GET", "/readyz?probe=1", version, host);
+      expect({ label, status: ready.status, body: ready.body }).toEqual({ label, status: 200, body: '{"status":"ready"}' });
+      expect((await send("HEAD", "/healthz", version, host)).status).toBe(200);
+      // Only those two, and only to read.
+      expect400(await send("POST", "/healthz", version, host), label);
+      expect400(await send("GET", "/healthz/x", version, host), label);
+    }
+  });
+
   test("the same requests with a usable Host are answered as usual", async () => {
     expect((await send("GET", "/v1/providers", "HTTP/1.1", "127.0.0.1")).status).toBe(401);
     expect((await send("GET", "/.well-known/jwks", "HTTP/1.0", "localhost")).status).toBe(200);

@@ -14,10 +14,16 @@ export type Principals = WeakMap<Request, Principal>;
 
 export const isManagementPath = (pathname: string) => pathname === "/v1" || pathname.startsWith("/v1/");
 
+/** The health endpoints: answered whatever the Host, and while draining (`/healthz` 200 while the process is up, `/readyz` 503). */
+export const HEALTH_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz"]);
+
 export const auth = (ctx: AppContext, principals: Principals) =>
   new Elysia({ name: "auth" }).onRequest(async ({ request }) => {
+    const path = pathOf(request.url);
     // The connection closes with this answer, so a keep-alive client retries on a new one, not into a reset.
-    if (ctx.draining) throw new AppError("unavailable", "The service is shutting down; retry on another instance or shortly.", { "retry-after": "1", connection: "close" });
-    if (!isManagementPath(pathOf(request.url))) return;
+    if (ctx.draining && !HEALTH_PATHS.has(path)) {
+      throw new AppError("unavailable", "The service is shutting down; retry on another instance or shortly.", { "retry-after": "1", connection: "close" });
+    }
+    if (!isManagementPath(path)) return;
     principals.set(request, await authenticate(ctx.store, request.headers.get("authorization"), ctx.clock.now()));
   });
