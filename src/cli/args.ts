@@ -67,6 +67,24 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   return { words, values, switches };
 }
 
+/** The settings flags (config/schema.ts): every command takes them. */
+const SETTINGS_FLAGS: ReadonlySet<string> = new Set(["--host", "--port", "--public-url", "--base-domain", "--data-dir"]);
+
+/**
+ * The options each command takes beyond the settings flags and --json; per action where it has
+ * actions. One another command takes is refused, not ignored: `apikeys create --slug acme` would
+ * make a key of the default project, and `keys list --slug acme` list its keys.
+ */
+const OPTIONS: Readonly<Record<string, readonly string[] | Readonly<Record<string, readonly string[]>>>> = {
+  serve: [],
+  apikeys: { create: ["--name", "--expires-in", "--project"], list: ["--project"], revoke: ["--project"] },
+  keys: { list: ["--project"], rotate: ["--project"], revoke: ["--project"] },
+  projects: { create: ["--slug", "--name", "--signing-alg", "--key-rotation-period", "--default-token-lifetime", "--custom-domain"], list: [] },
+  backup: [],
+  restore: [],
+  check: [],
+};
+
 /**
  * How many positional words each command takes, the command and its action included; per action
  * where it has actions. Commands not listed check their own (check, backup, restore).
@@ -94,4 +112,11 @@ export function checkArity(args: ParsedArgs): void {
   if (max !== undefined && args.words.length > max) {
     throw new UsageError(`unexpected argument '${args.words[max]}'; see 'tokenmint ${command} --help'`);
   }
+  const options = OPTIONS[command ?? ""];
+  const allowed = options === undefined ? undefined : Array.isArray(options) ? options : (options as Readonly<Record<string, readonly string[]>>)[action ?? ""];
+  const stray = Object.keys(args.values).find((flag) => !SETTINGS_FLAGS.has(flag) && allowed?.includes(flag) === false);
+  const what = typeof options === "object" && !Array.isArray(options) ? `${command} ${action}` : command;
+  if (stray !== undefined) throw new UsageError(`${what} takes no ${stray}; see 'tokenmint ${command} --help'`);
+  // serve prints no result: it has no JSON form.
+  if (command === "serve" && args.switches.has("--json")) throw new UsageError("serve takes no --json; see 'tokenmint serve --help'");
 }

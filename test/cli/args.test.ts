@@ -45,6 +45,19 @@ describe("checkArity", () => {
     expect(check("apikeys", "list", "--json")).not.toThrow();
     expect(check("serve")).not.toThrow();
   });
+
+  test("an option of another command is a usage error, not ignored; the settings flags go with every command", () => {
+    // A key for the default project, or its key list, where acme's were meant.
+    expect(check("apikeys", "create", "--slug", "acme", "--name", "admin")).toThrow(new UsageError("apikeys create takes no --slug; see 'tokenmint apikeys --help'"));
+    expect(check("keys", "list", "--slug", "acme")).toThrow(new UsageError("keys list takes no --slug; see 'tokenmint keys --help'"));
+    expect(check("backup", "file", "--expires-in", "5")).toThrow(new UsageError("backup takes no --expires-in; see 'tokenmint backup --help'"));
+    expect(check("projects", "list", "--name", "x")).toThrow(UsageError);
+    expect(check("serve", "--json")).toThrow(new UsageError("serve takes no --json; see 'tokenmint serve --help'"));
+    expect(check("apikeys", "create", "--name", "admin", "--project", "acme", "--expires-in", "60", "--data-dir", "d", "--json")).not.toThrow();
+    expect(check("projects", "create", "--slug", "acme", "--custom-domain", "a.example", "--port", "9000")).not.toThrow();
+    expect(check("serve", "--port", "9000", "--base-domain", "example.com")).not.toThrow();
+    expect(check("check", "--json", "--data-dir", "d")).not.toThrow();
+  });
 });
 
 describe("help", () => {
