@@ -39,7 +39,7 @@ export interface DataReport {
   /** Its key set; undefined while it has no keys yet. */
   keySet?: KeySetRecord;
   /** Where the master key came from (never the key), and how many sealed keys it opened. */
-  masterKey?: { origin: string; opened: number };
+  masterKey?: { origin: string; opened: number; looseMode?: number };
 }
 
 /**
@@ -85,7 +85,7 @@ export async function inspectData(store: Store, config: Config, where: string): 
       opened++;
     }
   }
-  return { format, projectId, project, keySet, masterKey: { origin: source.origin, opened } };
+  return { format, projectId, project, keySet, masterKey: { origin: source.origin, opened, ...(source.looseMode === undefined ? {} : { looseMode: source.looseMode }) } };
 }
 
 export async function checkCommand(config: Config, args: ParsedArgs, io: Output, clock: Clock): Promise<void> {
@@ -105,6 +105,11 @@ export async function checkCommand(config: Config, args: ParsedArgs, io: Output,
   }
   const { project, keySet, masterKey } = report;
   if (project === undefined || keySet === undefined || masterKey === undefined) throw new AppError("not_found", `the data in ${dataDir} has no signing keys yet; start the server once`);
+  // What serve warns of at start-up, check says too.
+  const looseMode = masterKey.looseMode?.toString(8).padStart(4, "0");
+  if (looseMode !== undefined) {
+    io.err(`tokenmint: warning: the master key file ${masterKey.origin} (mode ${looseMode}) can be read or changed by other users; make it readable by the service only (chmod 600, or 640 for its group)`);
+  }
 
   const dataFile = join(dataDir, LMDB_FILE);
   const bytes = statSync(dataFile).size;
@@ -121,7 +126,7 @@ export async function checkCommand(config: Config, args: ParsedArgs, io: Output,
         dataFile,
         format: report.format,
         bytes,
-        masterKey: { source: masterKey.origin, signingKeys: masterKey.opened },
+        masterKey: { source: masterKey.origin, signingKeys: masterKey.opened, ...(looseMode === undefined ? {} : { mode: looseMode }) },
         server: server === undefined ? null : { pid: server },
         projectId: report.projectId,
         issuer,

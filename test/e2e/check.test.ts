@@ -3,7 +3,7 @@
  * the default project's keys, and writes nothing, whether a server runs beside it or not.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { JSONWebKeySet } from "jose";
 import { cleanup, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
@@ -28,7 +28,7 @@ interface CheckJson {
   currentKid: string;
   nextRotation: string | null;
   server: { pid: number } | null;
-  masterKey: { source: string; signingKeys: number };
+  masterKey: { source: string; signingKeys: number; mode?: string };
   keys: { kid: string; alg: string; state: string; activatesAt?: string }[];
 }
 
@@ -68,6 +68,26 @@ describe("check", () => {
     expect(listed.code).toBe(0);
     expect((JSON.parse(listed.stdout) as { items: { activatesAt?: string }[] }).items.map((k) => k.activatesAt)).toEqual(report.keys.map((k) => k.activatesAt));
     expect({ files: readdirSync(server.dataDir).sort(), data: sha256(dataFile) }).toEqual(before);
+  });
+
+  test("a master key file others may read passes with the warning serve gives", async () => {
+    const server = await startServer();
+    expect(await server.proc.stop()).toBe(0);
+    const file = join(tempDataDir(), "master-key");
+    writeFileSync(file, server.env.TOKENMINT_MASTER_KEY as string, { mode: 0o644 });
+    chmodSync(file, 0o644);
+    const { TOKENMINT_MASTER_KEY: _inline, ...rest } = server.env;
+    const env = { ...rest, TOKENMINT_MASTER_KEY_FILE: file };
+    const human = await runTokenmint(["check"], env);
+    expect(human.code).toBe(0);
+    expect(human.stderrLines).toEqual([
+      `tokenmint: warning: the master key file ${file} (mode 0644) can be read or changed by other users; make it readable by the service only (chmod 600, or 640 for its group)`,
+    ]);
+    const json = await runTokenmint(["check", "--json"], env);
+    expect((JSON.parse(json.stdout) as CheckJson).masterKey).toEqual({ source: file, signingKeys: 2, mode: "0644" });
+    chmodSync(file, 0o600);
+    const tight = await runTokenmint(["check"], env);
+    expect({ code: tight.code, stderr: tight.stderrLines }).toEqual({ code: 0, stderr: [] });
   });
 
   test("a wrong or missing master key fails with one line and generates nothing", async () => {
