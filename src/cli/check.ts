@@ -71,7 +71,7 @@ export async function inspectData(store: Store, config: Config, where: string): 
   const check = await store.getMeta<string>("masterKeyCheck");
   if (check === undefined) return { format, projectId, project, keySet };
 
-  const source = resolveMasterKey(config, true);
+  const source = resolveMasterKey(config, true, where);
   const masterKey = await importMasterKey(source.raw);
   if (!(await verifyMasterKeyCheck(masterKey, check))) {
     throw new MasterKeyError(`the master key from ${source.origin} does not match the signing keys in ${where}; nothing was changed`);

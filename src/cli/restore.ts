@@ -18,6 +18,7 @@ import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import type { Clock } from "../context.ts";
 import { AppError } from "../errors.ts";
+import { MasterKeyError } from "../keys/master-key.ts";
 import { fsyncPath } from "../runtime/durable-files.ts";
 import { lmdbFileProblem } from "../store/lmdb/lmdb-file.ts";
 import { CHANGES_FILE, LMDB_FILE, openLmdbFileForRestore, openLmdbFileReadOnly } from "../store/lmdb/lmdb-store.ts";
@@ -46,6 +47,7 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
   const problem = lmdbFileProblem(file);
   if (problem !== undefined) throw new AppError("invalid_request", `${file} is not a tokenmint backup: it ${problem}`);
 
+  if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) throw new AppError("invalid_request", `the data directory ${dataDir} is not a directory (nothing was changed)`);
   const createdDir = !existsSync(dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const staged = join(dataDir, `.${LMDB_FILE}.restore-${process.pid}`);
@@ -150,7 +152,8 @@ async function readReplaced(target: string, config: Config, now: number): Promis
       await store.close();
     }
   } catch (error) {
-    return (error as Error).message;
+    // Its own words, not those of a refusal ("nothing was changed"): the restore goes on without it.
+    return error instanceof MasterKeyError ? "the configured master key does not open its signing keys" : (error as Error).message;
   }
 }
 

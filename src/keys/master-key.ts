@@ -71,9 +71,9 @@ export function checkMasterKeySource(config: Config): void {
 
 /**
  * Resolves the master key for `config`. `dataHasKeys` says whether the store already holds keys
- * sealed with some master key (then nothing is ever generated).
+ * sealed with some master key (then nothing is ever generated); `holder` names that store.
  */
-export function resolveMasterKey(config: Config, dataHasKeys: boolean): MasterKeySource {
+export function resolveMasterKey(config: Config, dataHasKeys: boolean, holder = "the data directory"): MasterKeySource {
   if (config.masterKey !== undefined) {
     return { raw: decodeMasterKey(config.masterKey, "TOKENMINT_MASTER_KEY"), origin: "TOKENMINT_MASTER_KEY", generated: false };
   }
@@ -82,7 +82,7 @@ export function resolveMasterKey(config: Config, dataHasKeys: boolean): MasterKe
   if (path !== fallback) throw new MasterKeyError(`the master key file ${path} does not exist`);
   if (dataHasKeys) {
     throw new MasterKeyError(
-      `no master key found (looked for ${path}) but the data directory holds sealed signing keys: restore the master key that sealed them`,
+      `no master key found (looked for ${path}) but ${holder} holds sealed signing keys: restore the master key that sealed them`,
     );
   }
   try {

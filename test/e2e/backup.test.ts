@@ -230,6 +230,32 @@ describe("backup and restore", () => {
     expect(snapshot(dataDir)).toEqual(before);
   });
 
+  test("restore says what it meets in words of its own: a data directory that is a file, a backup without its master key, replaced data under another key", async () => {
+    const masterKey = newMasterKey();
+    const source = await seededDataDir(masterKey);
+    const file = join(tempDataDir(), "backup.mdb");
+    expect((await runTokenmint(["backup", file], cliEnv(source, masterKey))).code).toBe(0);
+
+    const notDir = join(tempDataDir(), "a-file");
+    writeFileSync(notDir, "x");
+    expect(refusal(await runTokenmint(["restore", file], cliEnv(notDir, masterKey)))).toBe(`tokenmint: the data directory ${notDir} is not a directory (nothing was changed)`);
+
+    // No master key anywhere: it is the backup that holds sealed keys, not the (new) directory.
+    const fresh = join(tempDataDir(), "fresh");
+    const { TOKENMINT_MASTER_KEY: _key, ...withoutKey } = cliEnv(fresh, masterKey);
+    expect(refusal(await runTokenmint(["restore", file], withoutKey))).toMatch(new RegExp(`but the backup ${file.replace(/[.]/g, "\\.")} holds sealed signing keys`));
+    expect(existsSync(fresh)).toBe(false);
+
+    // Data under another master key is replaced; its keys cannot be kept, and the note says why.
+    const otherKey = newMasterKey();
+    const other = await seededDataDir(otherKey);
+    const restored = await runTokenmint(["restore", file], cliEnv(other, masterKey));
+    expect(restored.code).toBe(0);
+    expect(restored.stderrLines).toEqual([
+      "The data replaced could not be read (the configured master key does not open its signing keys): the backup's signing keys are used, tokens signed by keys made since no longer verify, and revocations made since are undone.",
+    ]);
+  });
+
   test("data LMDB finds damaged: every command and serve name the file and the way back; after a restore, check finds the data sound", async () => {
     const masterKey = newMasterKey();
     const dataDir = await seededDataDir(masterKey);
