@@ -16,9 +16,12 @@ export async function targetProject(ctx: AppContext, args: ParsedArgs): Promise<
   if (wanted === undefined) return ctx.projectId;
   await ctx.projects.refresh();
   const found = ctx.projects.ids.map((id) => ctx.projects.get(id)).find((p) => p.slug === wanted || p.id === wanted);
-  if (found === undefined) throw new UsageError(`no project '${wanted}'; see 'tokenmint projects list'`);
+  if (found === undefined) throw noProject(wanted);
   return found.id;
 }
+
+/** The failure of a `--project` that names no project. */
+export const noProject = (wanted: string) => new AppError("not_found", `no project '${wanted}'; see 'tokenmint projects list'`);
 
 function wholeSeconds(flag: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;

@@ -12,7 +12,7 @@ import { checkCommand } from "./check.ts";
 import { HELP } from "./help.ts";
 import { endLoadGuard } from "./load-guard.ts";
 import { keysCommand } from "./keys.ts";
-import { projectCreateInput, projectsCommand } from "./projects.ts";
+import { noProject, projectCreateInput, projectsCommand } from "./projects.ts";
 import type { Output } from "./output.ts";
 import { restoreCommand } from "./restore.ts";
 import { checkListeners, serve, serveWorker, stopSignal } from "./serve.ts";
@@ -21,6 +21,7 @@ import { servePrimary } from "./serve-primary.ts";
 import { awaitGo, workerNumber } from "./worker-ipc.ts";
 import { ConfigError, loadConfig } from "../config/load.ts";
 import { systemClock } from "../context.ts";
+import { projectHostsProblem } from "../core/projects.ts";
 import { AppError } from "../errors.ts";
 import { MasterKeyError } from "../keys/master-key.ts";
 import { createLogger, createServiceLogger, withFields } from "../logging/logger.ts";
@@ -91,7 +92,12 @@ async function run(args: ParsedArgs): Promise<number> {
     // exists, those are read once it is open (projectsCommand checks the whole input again then).
     const { "--custom-domain": _judgedLater, ...values } = args.values;
     projectCreateInput(hasData ? { ...args, values } : args, config, systemClock.now());
+    // On new data the settings are this command's: projects they give no host are refused before it is made.
+    const hosts = hasData ? undefined : projectHostsProblem(config);
+    if (hosts !== undefined) throw new AppError("invalid_request", `Cannot create a project: ${hosts}.`);
   }
+  // A project named on new data cannot exist: refused before the data is made.
+  if (!hasData && args.values["--project"] !== undefined) throw noProject(args.values["--project"]);
   // Only serve and the create commands start a new data directory: a list, revoke or rotate on a
   // mistyped --data-dir must not leave a fresh instance behind.
   if (command !== "serve" && args.words[1] !== "create" && !hasData) {

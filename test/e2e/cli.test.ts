@@ -86,6 +86,10 @@ describe("a data directory that holds no data yet", () => {
       });
       expect(readdirSync(parent)).toEqual([]);
     }
+    // A create for a project that new data cannot hold yet fails the same way, creating nothing.
+    const forAcme = await runTokenmint(["apikeys", "create", "--name", "x", "--project", "acme"], env);
+    expect({ code: forAcme.code, stderr: forAcme.stderrLines }).toEqual({ code: 1, stderr: ["tokenmint: no project 'acme'; see 'tokenmint projects list'"] });
+    expect(readdirSync(parent)).toEqual([]);
     // A create with a bad value is a usage error (exit 2) naming the flag, found before the data
     // directory is opened: it creates nothing either.
     for (const [args, flag] of [
@@ -260,6 +264,8 @@ describe("projects", () => {
     expect(refused.code).toBe(1);
     expect(refused.stderrLines).toHaveLength(1);
     expect(refused.stderrLines[0]).toMatch(/^tokenmint: Cannot create a project: .*base domain 10\.0\.0\.5:8080 .*set TOKENMINT_BASE_DOMAIN to a DNS name\.$/);
+    // Refused before the new data (and its master key) was made.
+    expect(readdirSync(dataDir)).toEqual([]);
     const dns = { ...env, TOKENMINT_BASE_DOMAIN: "tm.example.test" };
     expect((await runTokenmint(["projects", "create", "--slug", "acme"], dns)).code).toBe(0);
     expect((await runTokenmint(["check"], dns)).code).toBe(0);
@@ -311,7 +317,7 @@ describe("projects", () => {
     expect(own.id).toBe(created.id);
     const kids = await cliJson<{ items: { kid: string }[] }>(server, "keys", "list", "--project", "acme", "--json");
     expect(kids.items.map((k) => k.kid).sort()).toEqual(acmeKeys.keys.map((k) => k.kid as string).sort());
-    expect((await cli(server, "keys", "list", "--project", "nope")).code).toBe(2);
+    expect((await cli(server, "keys", "list", "--project", "nope")).code).toBe(1);
     const duplicate = await cli(server, "projects", "create", "--slug", "acme");
     expect(duplicate.code).toBe(1);
     expect(duplicate.stderr).toContain("acme");
