@@ -3,9 +3,10 @@
  * One `serve` per data directory: the server writes `<data-dir>/serve.pid` while it runs, from
  * before it opens the data. A second `serve` and `restore` refuse while that process is alive; a
  * file left by a killed server is recognized as stale (its pid is gone, or is no longer a
- * tokenmint server) and replaced.
+ * tokenmint server) and replaced. The file also names the directory it was written in (device
+ * and inode): a copy of the directory, file and all, is not held by the server of the original.
  */
-import { existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { StartupError } from "../startup.ts";
 
@@ -38,12 +39,17 @@ const SYSTEM: ProcessProbe = {
  */
 export function liveServer(dataDir: string, probe: ProcessProbe = SYSTEM): number | undefined {
   let pid: number;
+  let written: string | undefined;
   try {
-    pid = Number.parseInt(readFileSync(join(dataDir, SERVE_LOCK_FILE), "utf8"), 10);
+    const [first, second] = readFileSync(join(dataDir, SERVE_LOCK_FILE), "utf8").split("\n");
+    pid = Number.parseInt(first ?? "", 10);
+    written = second === "" ? undefined : second;
   } catch {
     return undefined;
   }
   if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+  // Written in another directory: this one is a copy (a file of an earlier build names none).
+  if (written !== undefined && written !== directoryIdentity(dataDir)) return undefined;
   try {
     probe.signal(pid);
   } catch (error) {
@@ -61,13 +67,23 @@ export function liveServer(dataDir: string, probe: ProcessProbe = SYSTEM): numbe
   return cmdline.split("\0").includes("serve") ? pid : undefined;
 }
 
+/** The device and inode of `dir`, which a copy of it does not share. */
+const directoryIdentity = (dir: string): string | undefined => {
+  try {
+    const { dev, ino } = statSync(dir);
+    return `${dev}:${ino}`;
+  } catch {
+    return undefined;
+  }
+};
+
 /** Takes the lock for this process or returns the pid of the live holder. */
 export function acquireServeLock(dataDir: string): { release: () => void } | { heldBy: number } {
   const holder = liveServer(dataDir);
   if (holder !== undefined) return { heldBy: holder };
   const path = join(dataDir, SERVE_LOCK_FILE);
   try {
-    writeFileSync(path, `${process.pid}\n`, { mode: 0o600 });
+    writeFileSync(path, `${process.pid}\n${directoryIdentity(dataDir) ?? ""}\n`, { mode: 0o600 });
   } catch (error) {
     throw new StartupError(`cannot write ${path}: ${(error as Error).message}`);
   }

@@ -4,9 +4,9 @@
  * another user's program must not keep the server from starting.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { liveServer, type ProcessProbe, SERVE_LOCK_FILE } from "../../src/cli/serve-lock.ts";
+import { acquireServeLock, liveServer, type ProcessProbe, SERVE_LOCK_FILE } from "../../src/cli/serve-lock.ts";
 import { tempDir } from "../helpers/app.ts";
 
 const PID = 424242;
@@ -52,6 +52,23 @@ describe("liveServer", () => {
   test("another user's process that /proc hides is not a holder (ProtectProc=invisible)", () => {
     expect(liveServer(dir.path, probe("EPERM", "ENOENT"))).toBeUndefined();
     expect(liveServer(dir.path, probe("EPERM", "EACCES"))).toBeUndefined();
+  });
+
+  test("a copy of the directory, serve.pid and all, is not held by the original's server", () => {
+    const original = tempDir("tokenmint-serve-lock-");
+    const copy = tempDir("tokenmint-serve-lock-");
+    try {
+      const lock = acquireServeLock(original.path);
+      expect("release" in lock).toBe(true);
+      const written = readFileSync(join(original.path, SERVE_LOCK_FILE), "utf8");
+      writeFileSync(join(copy.path, SERVE_LOCK_FILE), written.replace(String(process.pid), String(PID)));
+      writeFileSync(join(original.path, SERVE_LOCK_FILE), written.replace(String(process.pid), String(PID)));
+      expect(liveServer(original.path, probe("alive", SERVE))).toBe(PID);
+      expect(liveServer(copy.path, probe("alive", SERVE))).toBeUndefined();
+    } finally {
+      original.remove();
+      copy.remove();
+    }
   });
 
   test("without /proc at all, a live process is trusted to be the holder", () => {

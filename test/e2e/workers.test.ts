@@ -122,7 +122,7 @@ describe(`serve with ${WORKERS} workers`, () => {
     const started = server.proc.logs().find((line) => line.msg === "tokenmint started");
     expect(started?.workers).toBe(2);
     // Only the primary holds the data directory's lock.
-    expect(readFileSync(`${server.dataDir}/serve.pid`, "utf8").trim()).toBe(String(server.proc.pid));
+    expect(readFileSync(`${server.dataDir}/serve.pid`, "utf8").split("\n")[0]).toBe(String(server.proc.pid));
     await seenByEveryWorker(server, "both workers to answer", "/v1/providers", () => fresh(server, "/v1/providers", { apiKey: instance.apiKey }), async (res) => res.status === 200);
     expect(await server.proc.stop()).toBe(0);
   }, 30_000);
