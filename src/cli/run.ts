@@ -15,7 +15,8 @@ import { keysCommand } from "./keys.ts";
 import { noProject, projectCreateInput, projectsCommand } from "./projects.ts";
 import type { Output } from "./output.ts";
 import { restoreCommand } from "./restore.ts";
-import { checkListeners, serve, serveWorker, stopSignal } from "./serve.ts";
+import { checkListeners, serve, serveWorker } from "./serve.ts";
+import { stopSignal } from "./stop-signal.ts";
 import { lockDataDir } from "./serve-lock.ts";
 import { servePrimary } from "./serve-primary.ts";
 import { awaitGo, workerNumber } from "./worker-ipc.ts";
@@ -62,7 +63,8 @@ async function run(args: ParsedArgs): Promise<number> {
     await fileCommand(config, args, io, systemClock);
     return 0;
   }
-  // A server's signal handlers come first: a signal during start-up stops it, with exit 0, once started.
+  // A server's signal handlers are in place (cli/stop-signal.ts installs them as the program loads): a
+  // signal during start-up stops it, with exit 0, once started.
   if (command === "serve") stopSignal();
   const worker = command === "serve" ? workerNumber(process.env) : undefined;
   const baseLogger =

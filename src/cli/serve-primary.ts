@@ -27,7 +27,8 @@ import { createServiceMetrics, instanceMergeRule, processSources } from "../metr
 import { finishesWithin } from "../runtime/finishes-within.ts";
 import { openContext, StartupError } from "../startup.ts";
 import { COMMIT, VERSION } from "../version.ts";
-import { DRAIN_TIMEOUT_MS, listen, probeListener, stopSignal } from "./serve.ts";
+import { DRAIN_TIMEOUT_MS, listen, probeListener } from "./serve.ts";
+import { stopSignal } from "./stop-signal.ts";
 import { isWorkerMessage, selfCommand, WORKER_ENV } from "./worker-ipc.ts";
 
 /** Restart delay after the first crash; doubled for each further crash in a row. */

@@ -22,6 +22,7 @@ import { finishesWithin } from "../runtime/finishes-within.ts";
 import { StartupError } from "../startup.ts";
 import { CachingStore } from "../store/caching-store.ts";
 import { COMMIT, VERSION } from "../version.ts";
+import { stopSignal } from "./stop-signal.ts";
 import { isWorkerMessage, METRICS_REPORT_MS, type WorkerMessage } from "./worker-ipc.ts";
 
 /** Longest wait for in-flight requests at shutdown. */
@@ -117,25 +118,6 @@ export async function checkListeners(config: Pick<Config, "host" | "port" | "met
 /** Binds `host:port` plainly (no SO_REUSEPORT) and closes it: throws, as `listen` does, when it cannot. */
 export async function probeListener(which: "api" | "metrics", host: string, port: number): Promise<void> {
   await listen(which, host, port, { fetch: () => new Response(null, { status: 503 }), development: false }).stop(true);
-}
-
-let stopSignalled: Promise<string> | undefined;
-
-/**
- * Resolves with the name of the first SIGTERM, SIGINT or SIGHUP (a terminal that closed: the
- * runtime would otherwise end the process at once, cutting requests in flight). The handlers are installed by the first
- * call (`serve` makes it before it opens anything, so a signal during start-up stops the server
- * once it has started, with exit 0) and stay installed, so a second signal (a terminal sends
- * SIGINT to the whole process group, and the primary forwards it again) does not kill the process
- * mid-drain. Every call answers the same promise.
- */
-export function stopSignal(): Promise<string> {
-  stopSignalled ??= new Promise((resolve) => {
-    process.on("SIGTERM", () => resolve("SIGTERM"));
-    process.on("SIGINT", () => resolve("SIGINT"));
-    process.on("SIGHUP", () => resolve("SIGHUP"));
-  });
-  return stopSignalled;
 }
 
 interface ServerRole {
