@@ -15,9 +15,11 @@ import type { Store } from "./store/store.ts";
 /** The source of time; tests pin it. Epoch milliseconds. */
 export interface Clock {
   now(): number;
+  /** Milliseconds on a clock that only runs forward, to tell a jump of `now` from time passing (keys/key-service.ts). */
+  elapsed?(): number;
 }
 
-export const systemClock: Clock = { now: () => Date.now() };
+export const systemClock: Clock = { now: () => Date.now(), elapsed: () => performance.now() };
 
 export interface AppContext {
   config: Config;

@@ -34,6 +34,7 @@ import {
   replaceNextKey,
   revokeKey,
   servedMaxAgeOf,
+  shiftKeySet,
   rotateKeySet,
   scheduledRotationAt,
   withMaxAge,
@@ -60,6 +61,11 @@ export interface KeyServiceOptions {
   store: Store;
   masterKey: CryptoKey;
   now: () => number;
+  /**
+   * Milliseconds on a clock that only runs forward (performance.now), to notice the wall clock
+   * (`now`) jumping forward between passes; without it, no jump is looked for.
+   */
+  elapsed?: () => number;
   logger: Logger;
   /** Algorithm of new keys of a project without a policy of its own. */
   signingAlg: SigningAlg;
@@ -109,6 +115,11 @@ export interface KeySetStatus {
 /** How often the compare-and-swap is retried when another writer changed the set meanwhile. */
 const MAX_ATTEMPTS = 5;
 /**
+ * How far (ms) the wall clock may run ahead of the elapsed time between two passes before it
+ * counts as a jump: passes are half a second apart, and NTP slews (never steps) small errors.
+ */
+export const CLOCK_JUMP_MS = 2000;
+/**
  * How long the rings may serve after `follow` failed to bring them up to the data: a key revoked
  * through another process or the CLI must not sign, nor stay in the JWKS, past that (the same
  * second the rest of the data's changes are served within; store/caching-store.ts).
@@ -153,6 +164,8 @@ export class KeyService {
   #keysCaughtUp: number | undefined;
   /** The catch-up `follow` runs now, and the counter it brings them up to. */
   #catchingUp: { seq: number; done: Promise<void> } | undefined;
+  /** The wall clock and the elapsed clock as the last pass (or rotation) read them. */
+  #lastClocks: { wall: number; elapsed: number } | undefined;
   /** Set by `stop` while it waits: the pass running ends after the set it is at. */
   #stopping = false;
   /**
@@ -390,6 +403,9 @@ export class KeyService {
 
   /** Promotes the next key now. Conflict when it has not been published for the JWKS max-age yet. */
   async rotate(projectId: string): Promise<KeyView[]> {
+    // A jump of the clock since the last pass counts before the key's age is judged.
+    const jump = this.#forwardJump();
+    if (jump !== undefined) await this.#followJump(jump);
     // Generated only once the rotation is allowed, and reused if the swap has to be retried.
     let pending: Promise<SigningKeyRecord> | undefined;
     await this.#swap(projectId, async (stored) => {
@@ -571,11 +587,42 @@ export class KeyService {
     return pass;
   }
 
+  /**
+   * How far the wall clock jumped forward since the last look, beyond the time that passed (an
+   * NTP step, a clock set by hand; a suspended machine too, whose elapsed clock stood still), and
+   * the wall time before it; undefined when it did not, by more than CLOCK_JUMP_MS.
+   */
+  #forwardJump(): { byMs: number; before: number } | undefined {
+    if (this.#o.elapsed === undefined) return undefined;
+    const now = { wall: this.#o.now(), elapsed: this.#o.elapsed() };
+    const last = this.#lastClocks;
+    this.#lastClocks = now;
+    if (last === undefined) return undefined;
+    const byMs = now.wall - last.wall - (now.elapsed - last.elapsed);
+    return byMs > CLOCK_JUMP_MS ? { byMs, before: last.wall } : undefined;
+  }
+
+  /**
+   * After the clock jumped forward: moves every loaded set's instants with it (lifecycle.ts
+   * shiftKeySet), so no next key signs, and no retired key leaves the JWKS, early by the jump. A
+   * set another process already moved for this jump (`clockStepAt` after the time before it) is
+   * left as it is.
+   */
+  async #followJump(jump: { byMs: number; before: number }): Promise<void> {
+    this.#o.logger.warn("the clock jumped forward; the signing keys' publication and retention times move with it", { seconds: Math.round(jump.byMs / 1000) });
+    for (const projectId of [...this.#loaded.keys()]) {
+      await this.#swap(projectId, async (set) => ((set.clockStepAt ?? Number.NEGATIVE_INFINITY) > jump.before ? undefined : shiftKeySet(set, jump.byMs, this.#o.now())));
+    }
+    this.#quiet = undefined;
+  }
+
   async #pass(): Promise<void> {
     let seq: number;
     let failed = false;
     let targets: string[];
     try {
+      const jump = this.#forwardJump();
+      if (jump !== undefined) await this.#followJump(jump);
       // Read first: a write that lands during the pass moves the counter past it, so the next tick looks again.
       seq = await this.#o.store.keysChangeSeq();
       const now = this.#o.now();

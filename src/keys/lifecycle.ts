@@ -183,6 +183,34 @@ export function rebaseKeySet(set: KeySetRecord, replacement: SigningKeyRecord, n
   return rebased;
 }
 
+/**
+ * The set with every instant moved `byMs` later, as seen at `at` just after the clock jumped
+ * forward by that much (keys/key-service.ts notices it): the instants a server recorded before
+ * the jump lie `byMs` further in the past by the new clock than they are, so a next key would
+ * count as published, and a retired key as past its retention, that much early. Instants of the
+ * past stay no later than `at`. `clockStepAt` records the move, so a process that noticed the same
+ * jump does not move the set again.
+ */
+export function shiftKeySet(set: KeySetRecord, byMs: number, at: number): KeySetRecord {
+  // An instant of the past moved is no later than now: one written since the jump, by its clock, stays now.
+  const past = (t: number) => Math.min(t + byMs, at);
+  return {
+    ...set,
+    version: set.version + 1,
+    rotatedAt: past(set.rotatedAt),
+    ...(set.cachedUntil === undefined ? {} : { cachedUntil: set.cachedUntil + byMs }),
+    clockStepAt: at,
+    keys: set.keys.map((k) => {
+      const moved: SigningKeyRecord = { ...k, createdAt: past(k.createdAt) };
+      // A next key's activation is to come; the others' have passed.
+      if (k.activatesAt !== undefined) moved.activatesAt = k.state === "next" ? k.activatesAt + byMs : past(k.activatesAt);
+      if (k.retiredAt !== undefined) moved.retiredAt = past(k.retiredAt);
+      if (k.removedFromJwksAt !== undefined) moved.removedFromJwksAt = k.removedFromJwksAt + byMs;
+      return moved;
+    }),
+  };
+}
+
 /** When `pruneKeySet` next removes a key: the earliest time a retired key leaves the JWKS (undefined: none will). */
 export function nextPruneAt(set: KeySetRecord): number | undefined {
   let at: number | undefined;

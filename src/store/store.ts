@@ -143,6 +143,8 @@ export interface KeySetRecord {
   servedMaxAge?: number;
   /** Until when (epoch ms) a JWKS served under a longer max-age than the present one may be held: no next key signs before then. */
   cachedUntil?: number;
+  /** When (epoch ms, after it) the set's instants were last moved with a clock that jumped forward (keys/lifecycle.ts shiftKeySet). */
+  clockStepAt?: number;
 }
 
 /** A page of a listing: `after` is the last id of the previous page. */

@@ -19,10 +19,19 @@ export const T0 = Date.UTC(2026, 0, 1);
 
 /** A clock the test moves by hand. */
 export class FakeClock {
+  /** How far the wall clock was set forward by `jump`, beyond the time that passed. */
+  #jumped = 0;
   constructor(public ms: number = T0) {}
   now = () => this.ms;
+  /** The clock that only runs forward: time passes on it as on `now` (`advance`, or `ms` set), but not with a `jump`. */
+  elapsed = () => this.ms - this.#jumped;
   advance(seconds: number): void {
     this.ms += seconds * 1000;
+  }
+  /** The wall clock set forward by `seconds` with no time passing (an NTP step, a suspended machine). */
+  jump(seconds: number): void {
+    this.ms += seconds * 1000;
+    this.#jumped += seconds * 1000;
   }
 }
 

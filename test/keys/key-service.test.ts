@@ -309,6 +309,73 @@ describe("KeyService: a clock that goes back", () => {
   });
 });
 
+describe("KeyService: a clock that jumps forward", () => {
+  const DAY_S = 86_400;
+
+  test("a next key waits its max-age in time that passed, not in what the clock jumped: timer and manual rotation", async () => {
+    const logLines: string[] = [];
+    const t = await app({ logLines });
+    t.clock.advance(PERIOD_S);
+    await t.ctx.keys.tick();
+    const next = (await storedSet(t)).keys.find((k) => k.state === "next")!;
+    const signing = ring(t).kid;
+    // One second later the clock is stepped a period and a max-age ahead: by its time the next
+    // key was published long ago, but a JWKS fetched just before it came may be held 300 s more.
+    t.clock.advance(1);
+    t.clock.jump(PERIOD_S + MAX_AGE_S);
+    await expectError(await t.api("POST", "/v1/keys/rotate"), 409, "conflict");
+    await t.ctx.keys.tick();
+    expect(ring(t).kid).toBe(signing);
+    expect(logLines.filter((line) => line.includes("the clock jumped forward") && line.includes(`"seconds":${PERIOD_S + MAX_AGE_S}`))).toHaveLength(1);
+    // Once the max-age has passed since its publication, it may sign; the period counts from the last rotation as the clock had it.
+    t.clock.advance(MAX_AGE_S - 2);
+    await expectError(await t.api("POST", "/v1/keys/rotate"), 409, "conflict");
+    t.clock.advance(1);
+    expect((await t.api("POST", "/v1/keys/rotate")).status).toBe(200);
+    expect(ring(t).kid).toBe(next.kid);
+  });
+
+  test("a retired key stays published for its whole retention in time that passed, the clock set back after the jump or not", async () => {
+    const t = await app();
+    const early = await signToken(t, 48 * 3600);
+    const first = ring(t).kid;
+    t.clock.advance(PERIOD_S);
+    await t.ctx.keys.tick();
+    expect(jwksKids(t)).toContain(first);
+    // An hour on, the clock runs three days ahead for a while: nothing the retired key signed may stop verifying.
+    t.clock.advance(3600);
+    await t.ctx.keys.tick();
+    t.clock.jump(3 * DAY_S);
+    await t.ctx.keys.tick();
+    expect(jwksKids(t)).toContain(first);
+    t.clock.ms -= 3 * DAY_S * 1000;
+    await t.ctx.keys.tick();
+    expect(jwksKids(t)).toContain(first);
+    expect(await verify(t, early)).toBe(first);
+  });
+
+  test("two processes that see the same jump move the sets once; a jump within the tolerance moves nothing", async () => {
+    const dataDir = sharedDir();
+    const clock = new FakeClock();
+    const a = await app({ dataDir, clock });
+    const b = await app({ dataDir, masterKey: a.masterKey, clock });
+    await a.ctx.keys.tick();
+    await b.ctx.keys.tick();
+    clock.jump(1);
+    await a.ctx.keys.tick();
+    const unmoved = await storedSet(a);
+    expect(unmoved.clockStepAt).toBeUndefined();
+    clock.advance(1);
+    clock.jump(600);
+    await a.ctx.keys.tick();
+    const moved = await storedSet(a);
+    expect(moved.clockStepAt).toBe(clock.now());
+    expect(moved.rotatedAt).toBe(unmoved.rotatedAt + 600_000);
+    await b.ctx.keys.tick();
+    expect(await storedSet(b)).toEqual(moved);
+  });
+});
+
 describe("KeyService timer", () => {
   test("list() shows public metadata; the next key activates at the scheduled rotation", async () => {
     const t = await app();
