@@ -18,6 +18,22 @@ import { isPlainText } from "./text.ts";
 export const MAX_CLIENT_KEYS = 5;
 /** The smallest RSA modulus accepted, in bits (RFC 7518 §3.3). */
 export const MIN_RSA_BITS = 2048;
+/**
+ * The largest RSA modulus accepted: verifying against a 16384-bit key costs about 1.2 ms of CPU,
+ * and an assertion without a kid is tried against each of the client's keys, at the cost of
+ * anyone who knows a client id.
+ */
+export const MAX_RSA_BITS = 8192;
+
+/** The value of an RSA public exponent, or undefined past 2^53 (no signer uses one that large). */
+function exponentOf(value: string): number | undefined {
+  let e = 0;
+  for (const byte of base64url.decode(value)) {
+    e = e * 256 + byte;
+    if (e > Number.MAX_SAFE_INTEGER) return undefined;
+  }
+  return e;
+}
 
 /** Members that only a private or symmetric key has (RFC 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2). */
 const PRIVATE_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
@@ -65,7 +81,13 @@ export async function publicClientJwk(input: unknown, index: number): Promise<Re
     key[member] = value;
   }
   if (kty !== "RSA" && !CURVES[kty].includes(key.crv as string)) throw problem(index, `crv must be one of ${CURVES[kty].map((c) => `'${c}'`).join(", ")} for kty '${kty}'.`);
-  if (kty === "RSA" && bitLength(key.n as string) < MIN_RSA_BITS) throw problem(index, `RSA keys must have a modulus of at least ${MIN_RSA_BITS} bits.`);
+  if (kty === "RSA") {
+    const bits = bitLength(key.n as string);
+    if (bits < MIN_RSA_BITS || bits > MAX_RSA_BITS) throw problem(index, `RSA keys must have a modulus of ${MIN_RSA_BITS} to ${MAX_RSA_BITS} bits.`);
+    // An exponent no verifier takes (even, below 3, past 2^32) registers a key no assertion could use.
+    const e = exponentOf(key.e as string);
+    if (e === undefined || e < 3 || e % 2 === 0 || e > 2 ** 32) throw problem(index, "the RSA exponent 'e' must be odd, from 3 to 2^32 (65537, AQAB, as a rule).");
+  }
   if (jwk.use !== undefined && jwk.use !== "sig") throw problem(index, "use must be 'sig' (or left out): these keys verify client assertions.");
   if (jwk.alg !== undefined) {
     const fits = ASSERTION_ALGS.filter((alg) => ALG_KEY_TYPES[alg].kty === kty && ALG_KEY_TYPES[alg].crv === key.crv);

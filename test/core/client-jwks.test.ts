@@ -4,7 +4,7 @@
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
+import { base64url, calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
 import { publicClientJwk, publicClientJwks } from "../../src/core/client-jwks.ts";
 import { AppError } from "../../src/errors.ts";
 
@@ -80,11 +80,19 @@ describe("client public keys", () => {
     expect(await refusal([{ ...pub.p256, k: "c2VjcmV0" }])).toContain("private key member 'k'");
   });
 
-  test("refuses RSA keys under 2048 bits", async () => {
+  test("refuses RSA keys under 2048 or over 8192 bits, and exponents no verifier takes", async () => {
     const small = generateKeyPairSync("rsa", { modulusLength: 1024 }).publicKey.export({ format: "jwk" });
-    expect(await refusal([small])).toBe("keys[0]: RSA keys must have a modulus of at least 2048 bits.");
+    expect(await refusal([small])).toBe("keys[0]: RSA keys must have a modulus of 2048 to 8192 bits.");
     const almost = generateKeyPairSync("rsa", { modulusLength: 2040 }).publicKey.export({ format: "jwk" });
-    expect(await refusal([almost])).toContain("2048 bits");
+    expect(await refusal([almost])).toContain("2048 to 8192 bits");
+    // A modulus past 8192 bits (each try of an assertion against it costs a millisecond of CPU): its size is what counts.
+    const huge = { kty: "RSA", n: base64url.encode(new Uint8Array(1025).fill(0xc5)), e: "AQAB" };
+    expect(await refusal([huge])).toBe("keys[0]: RSA keys must have a modulus of 2048 to 8192 bits.");
+    const rsa = pub.rsa as { kty: string; n: string; e: string };
+    for (const e of [0, 1, 2, 65536, 2 ** 32 + 1].map((v) => base64url.encode(Buffer.from(v.toString(16).padStart(v > 0xffffff ? 10 : 6, "0"), "hex")))) {
+      expect(await refusal([{ ...rsa, e }])).toBe("keys[0]: the RSA exponent 'e' must be odd, from 3 to 2^32 (65537, AQAB, as a rule).");
+    }
+    for (const e of ["Aw", "AQAB"]) expect(await publicClientJwks([{ ...rsa, e }])).toHaveLength(1);
   });
 
   test("refuses other key types and curves", async () => {
