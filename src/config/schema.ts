@@ -57,6 +57,9 @@ export interface Setting<K extends Exclude<keyof Config, "credentialsDirectory">
 
 const problem = (text: string) => ({ problem: text });
 
+/** The fewest different characters a bootstrap API key may hold (see its parse). */
+export const MIN_BOOTSTRAP_KEY_CHARACTERS = 16;
+
 function integerIn(name: string, raw: string, min: number, max: number): number | { problem: string } {
   if (!/^\d+$/.test(raw.trim())) return problem(`${name} must be a whole number from ${min} to ${max}, got '${raw}'`);
   const value = Number(raw.trim());
@@ -204,13 +207,20 @@ export const SETTINGS: readonly Setting[] = [
     key: "bootstrapApiKey",
     env: "TOKENMINT_BOOTSTRAP_API_KEY",
     defaultText: "none",
-    description: "Management API key (at least 32 printable ASCII characters, no spaces) registered for the default project at start-up if not yet known.",
+    description:
+      "Management API key (a random secret of at least 32 printable ASCII characters, no spaces, such as `tm_$(openssl rand 32 | basenc --base64url | tr -d =)`) registered for the default project at start-up if not yet known. Stored as a SHA-256 hash, as every API key, which protects only a random one. It stays registered once the setting is removed: revoke it with `apikeys revoke`.",
     parse: (raw) => {
       if (raw === undefined || raw === "") return undefined;
       if (raw.length < 32) return problem("TOKENMINT_BOOTSTRAP_API_KEY must be at least 32 characters long");
       // What a bearer token can carry (core/api-keys.ts authenticate): a key with any other
       // character would be registered but refused in every request.
       if (!/^[\x21-\x7e]+$/.test(raw)) return problem("TOKENMINT_BOOTSTRAP_API_KEY must be printable ASCII without spaces (what an 'Authorization: Bearer' header carries)");
+      // Stored as a fast hash (core/secret-hash.ts), as every API key: only a random key resists
+      // guessing from a copy of the data. 32 random characters hold about 28 different ones; a
+      // key of fewer than 16 is a word or a pattern, not a random secret.
+      if (new Set(raw).size < MIN_BOOTSTRAP_KEY_CHARACTERS) {
+        return problem(`TOKENMINT_BOOTSTRAP_API_KEY must be a random secret, and this one repeats a few characters; make one with: echo tm_$(openssl rand 32 | basenc --base64url | tr -d =)`);
+      }
       return raw;
     },
   },

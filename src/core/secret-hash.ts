@@ -7,7 +7,8 @@ import { hash } from "node:crypto";
 
 /**
  * base64url SHA-256 of a high-entropy secret (API keys, client secrets). A plain hash suffices:
- * the secrets are 256 random bits, so there is nothing for a slow password hash to protect.
+ * the secrets are 256 random bits (the operator's bootstrap API key must be random too, see
+ * config/schema.ts), so there is nothing for a slow password hash to protect.
  * Synchronous: every API-key request and every client-secret authentication hashes once, and the
  * hash of a short string costs less than the round trip of an asynchronous digest.
  */

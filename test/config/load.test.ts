@@ -107,6 +107,16 @@ describe("loadConfig", () => {
     }
   });
 
+  test("a bootstrap API key must be random: one of a few repeated characters is refused, and never echoed", () => {
+    for (const weak of ["a".repeat(32), "ab".repeat(20), "passwordpassword".repeat(3), "correcthorsebatterystaplecorrecthorse"]) {
+      const problems = problemsOf({ TOKENMINT_BOOTSTRAP_API_KEY: weak });
+      expect(problems).toEqual([expect.stringContaining("TOKENMINT_BOOTSTRAP_API_KEY must be a random secret")]);
+      expect(problems[0]).not.toContain(weak.slice(0, 8));
+    }
+    const random = `tm_${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url")}`;
+    expect(loadConfig({ TOKENMINT_BOOTSTRAP_API_KEY: random }).bootstrapApiKey).toBe(random);
+  });
+
   test("a bootstrap API key must be what a bearer token can carry: printable ASCII, no spaces", () => {
     const ok = "k".repeat(32);
     expect(loadConfig({ TOKENMINT_BOOTSTRAP_API_KEY: `${ok}~!#$%&'()*+,-./:;<=>?@[]^_\`{|}` }).bootstrapApiKey).toBe(`${ok}~!#$%&'()*+,-./:;<=>?@[]^_\`{|}`);

@@ -150,7 +150,7 @@ describe("one server per data directory", () => {
       return { keys: keys.stdout, issuer: (JSON.parse(check.stdout) as { issuer: string }).issuer };
     };
     const before = await state();
-    const bootstrap = "b".repeat(43);
+    const bootstrap = `tm_${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url")}`;
     for (const workers of ["1", "2"]) {
       const second = await serveWith(
         {
