@@ -157,23 +157,30 @@ export function normalizeCustomDomain(raw: string, instance: InstanceSettings): 
 
 /**
  * Why `projects` cannot all be served under `instance`, or undefined: a host two of them would
- * answer at. A custom domain and a slug are checked when set, against the settings of the day;
- * settings changed since (`TOKENMINT_PUBLIC_URL`, `TOKENMINT_BASE_DOMAIN`) can put a custom
- * domain at the public URL's host or under the base domain, where a project's own host is, or
- * give a project the public URL's host.
+ * answer at, port aside. A custom domain and a slug are checked when set, against the settings of
+ * the day; settings changed since (`TOKENMINT_PUBLIC_URL`, `TOKENMINT_BASE_DOMAIN`) can make a
+ * custom domain the public URL's host or another project's own host, or give a project the
+ * public URL's host.
  */
 export function projectHostsClash(projects: readonly ProjectRecord[], instance: InstanceSettings, defaultProjectId: string): string | undefined {
   const publicName = new URL(instance.publicUrl).hostname;
   const base = hostnameOf(instance.baseDomain);
+  /** Each project's own host name, and whose it is. */
+  const own = new Map<string, string>([[publicName, DEFAULT_PROJECT_SLUG]]);
   for (const project of projects) {
+    if (project.id === defaultProjectId) continue;
     const slug = project.slug ?? DEFAULT_PROJECT_SLUG;
-    if (project.customDomain !== undefined) {
-      const name = hostnameOf(project.customDomain);
-      if (name === publicName || name === base || name.endsWith(`.${base}`)) {
-        return `project '${slug}' has the custom domain ${project.customDomain}, which is now the public URL's host, the base domain ${instance.baseDomain} or a host under it`;
-      }
+    const name = `${slug}.${base}`;
+    if (name === publicName) return `project '${slug}' would be at ${publicName}, the public URL's host`;
+    own.set(name, slug);
+  }
+  for (const project of projects) {
+    if (project.customDomain === undefined) continue;
+    const slug = project.id === defaultProjectId ? DEFAULT_PROJECT_SLUG : (project.slug ?? DEFAULT_PROJECT_SLUG);
+    const holder = own.get(hostnameOf(project.customDomain));
+    if (holder !== undefined && holder !== slug) {
+      return `project '${slug}' has the custom domain ${project.customDomain}, which is now ${holder === DEFAULT_PROJECT_SLUG ? "the public URL's host" : `the host of project '${holder}'`}`;
     }
-    if (project.id !== defaultProjectId && `${slug}.${base}` === publicName) return `project '${slug}' would be at ${publicName}, the public URL's host`;
   }
   return undefined;
 }

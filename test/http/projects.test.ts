@@ -515,19 +515,29 @@ describe("a slug whose host is the public URL's", () => {
       const settings = { dataDir: dir.path, masterKey: t.masterKey, publicUrl: "https://id.tokens.test" };
       const before = await buildTestApp({ ...settings, env: { TOKENMINT_BASE_DOMAIN: "tokens.test" } });
       const beta = await createProject(before.ctx.store, { slug: "beta", name: "Beta", customDomain: "auth.example.test" }, before.ctx.config, before.clock.now());
+      // Under another base domain, project "login" would be at login.example.test: a custom domain under it, no clash.
+      await createProject(before.ctx.store, { slug: "gamma", name: "Gamma", customDomain: "sso.login.example.test" }, before.ctx.config, before.clock.now());
       // Under a base domain above the custom domain, project "auth" would be at beta's domain.
-      const moved = { ...before.ctx.config, baseDomain: "example.test" };
-      await expect(createProject(before.ctx.store, { slug: "auth", name: "Auth" }, moved, before.clock.now())).rejects.toMatchObject({
+      const otherBase = { ...before.ctx.config, baseDomain: "example.test" };
+      await expect(createProject(before.ctx.store, { slug: "auth", name: "Auth" }, otherBase, before.clock.now())).rejects.toMatchObject({
         code: "conflict",
         message: "Cannot create a project: its host auth.example.test is the custom domain of project 'beta'.",
       });
       expect((await before.ctx.store.listProjects()).map((p) => p.slug)).not.toContain("auth");
+      // Data whose custom domains lie under the new base domain, but are no project's own host, serves.
       await before.close();
-      // A server (or check) with that base domain, or with the custom domain as its public URL, does not start.
-      for (const changed of [{ env: { TOKENMINT_BASE_DOMAIN: "example.test" } }, { publicUrl: "https://auth.example.test", env: { TOKENMINT_BASE_DOMAIN: "tokens.test" } }]) {
-        const refused = buildTestApp({ ...settings, ...changed });
-        await expect(refused).rejects.toThrow("project 'beta' has the custom domain auth.example.test, which is now the public URL's host");
-      }
+      const served = await buildTestApp({ ...settings, env: { TOKENMINT_BASE_DOMAIN: "example.test" } });
+      expect(served.ctx.projects.resolveHost("auth.example.test").project.id).toBe(beta.id);
+      // Project "auth", made under the former base domain, would be at beta's domain under this one.
+      await createProject(served.ctx.store, { slug: "auth", name: "Auth" }, { ...served.ctx.config, baseDomain: "tokens.test" }, served.clock.now());
+      await served.close();
+      await expect(buildTestApp({ ...settings, env: { TOKENMINT_BASE_DOMAIN: "example.test" } })).rejects.toThrow(
+        "project 'beta' has the custom domain auth.example.test, which is now the host of project 'auth'",
+      );
+      // Nor does a server whose public URL is a project's custom domain.
+      await expect(buildTestApp({ ...settings, publicUrl: "https://auth.example.test", env: { TOKENMINT_BASE_DOMAIN: "tokens.test" } })).rejects.toThrow(
+        "project 'beta' has the custom domain auth.example.test, which is now the public URL's host",
+      );
       // With the settings it was set under, it serves as before.
       const again = await buildTestApp({ ...settings, env: { TOKENMINT_BASE_DOMAIN: "tokens.test" } });
       expect(again.ctx.projects.resolveHost("auth.example.test").project.id).toBe(beta.id);
