@@ -22,7 +22,7 @@ import { servePrimary } from "./serve-primary.ts";
 import { awaitGo, workerNumber } from "./worker-ipc.ts";
 import { ConfigError, loadConfig } from "../config/load.ts";
 import { systemClock } from "../context.ts";
-import { projectHostsProblem } from "../core/projects.ts";
+import { DEFAULT_PROJECT_SLUG, projectHostsProblem } from "../core/projects.ts";
 import { AppError } from "../errors.ts";
 import { MasterKeyError } from "../keys/master-key.ts";
 import { createLogger, createServiceLogger, withFields } from "../logging/logger.ts";
@@ -98,8 +98,9 @@ async function run(args: ParsedArgs): Promise<number> {
     const hosts = hasData ? undefined : projectHostsProblem(config);
     if (hosts !== undefined) throw new AppError("invalid_request", `Cannot create a project: ${hosts}.`);
   }
-  // A project named on new data cannot exist: refused before the data is made.
-  if (!hasData && args.values["--project"] !== undefined) throw noProject(args.values["--project"]);
+  // A create for a project new data cannot hold yet (any but the default one) is refused before the data is made.
+  const wanted = args.values["--project"];
+  if (!hasData && args.words[1] === "create" && wanted !== undefined && wanted !== DEFAULT_PROJECT_SLUG) throw noProject(wanted);
   // Only serve and the create commands start a new data directory: a list, revoke or rotate on a
   // mistyped --data-dir must not leave a fresh instance behind.
   if (command !== "serve" && args.words[1] !== "create" && !hasData) {

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { base64url, decodeProtectedHeader, type JSONWebKeySet } from "jose";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { api, cleanup, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, waitFor, type Server } from "./process.ts";
 
@@ -90,6 +90,10 @@ describe("a data directory that holds no data yet", () => {
     const forAcme = await runTokenmint(["apikeys", "create", "--name", "x", "--project", "acme"], env);
     expect({ code: forAcme.code, stderr: forAcme.stderrLines }).toEqual({ code: 1, stderr: ["tokenmint: no project 'acme'; see 'tokenmint projects list'"] });
     expect(readdirSync(parent)).toEqual([]);
+    // The default project is on new data from the start: a create for it makes the data.
+    const forDefault = await runTokenmint(["apikeys", "create", "--name", "x", "--project", "default"], env);
+    expect(forDefault.code).toBe(0);
+    rmSync(missing, { recursive: true });
     // A create with a bad value is a usage error (exit 2) naming the flag, found before the data
     // directory is opened: it creates nothing either.
     for (const [args, flag] of [
