@@ -6,6 +6,8 @@
  * by the signal's default (exit 143).
  */
 
+import { parseArgs } from "./args.ts";
+
 let stopSignalled: Promise<string> | undefined;
 
 /**
@@ -24,6 +26,14 @@ export function stopSignal(): Promise<string> {
   return stopSignalled;
 }
 
-// The command is the first word that is not an option (cli/args.ts): `serve` takes no value flag before it in practice, and
-// a value flag's value that happens to be "serve" would only install the handlers early for another command, which ignores them.
-if (process.argv.slice(2).find((word) => !word.startsWith("-")) === "serve") stopSignal();
+/** Whether `argv` (the arguments after the program) runs `serve`: its first word as cli/args.ts reads it (a flag's value is no command). */
+export function runsServe(argv: readonly string[]): boolean {
+  try {
+    return parseArgs(argv).words[0] === "serve";
+  } catch {
+    // A usage error: run.ts says so; no server starts.
+    return false;
+  }
+}
+
+if (runsServe(process.argv.slice(2))) stopSignal();

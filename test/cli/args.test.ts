@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { checkArity, parseArgs, UsageError, VALUE_FLAGS } from "../../src/cli/args.ts";
+import { runsServe } from "../../src/cli/stop-signal.ts";
 import { HELP } from "../../src/cli/help.ts";
 import { SETTINGS } from "../../src/config/schema.ts";
 
@@ -57,6 +58,18 @@ describe("checkArity", () => {
     expect(check("projects", "create", "--slug", "acme", "--custom-domain", "a.example", "--port", "9000")).not.toThrow();
     expect(check("serve", "--port", "9000", "--base-domain", "example.com")).not.toThrow();
     expect(check("check", "--json", "--data-dir", "d")).not.toThrow();
+  });
+});
+
+describe("which process handles stop signals as it loads", () => {
+  test("a serve, whatever flags come first; never a command that a flag's value 'serve' precedes", () => {
+    expect(runsServe(["serve"])).toBe(true);
+    expect(runsServe(["--port", "9000", "serve", "--data-dir", "d"])).toBe(true);
+    // These stop on a signal, as any command does.
+    expect(runsServe(["--data-dir", "serve", "check"])).toBe(false);
+    expect(runsServe(["apikeys", "create", "--name", "serve"])).toBe(false);
+    expect(runsServe(["--bogus", "serve"])).toBe(false);
+    expect(runsServe([])).toBe(false);
   });
 });
 
