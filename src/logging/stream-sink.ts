@@ -65,7 +65,12 @@ export interface LogOutput {
   writeNow?(data: string | Uint8Array): number;
 }
 
-/** Writes to file descriptor `fd` at once: the bytes written, 0 when it has no room now (EAGAIN). A closed reader (EPIPE) takes nothing more, ever: its lines are dropped. */
+/**
+ * Writes to file descriptor `fd` at once: the bytes written, or 0 when it takes nothing now (no
+ * room, EAGAIN; or a failure that may pass, such as a full disk): the sink holds the lines and
+ * tries again. A reader gone for good (EPIPE, a closed descriptor) takes nothing more, ever: its
+ * lines are dropped.
+ */
 export function directOutput(fd: number): LogOutput {
   let closed = false;
   // A string is written as it is (encoding it to a Buffer first cost 1 µs a piece).
@@ -74,7 +79,8 @@ export function directOutput(fd: number): LogOutput {
     try {
       return typeof data === "string" ? writeSync(fd, data) : writeSync(fd, data);
     } catch (error) {
-      if ((error as { code?: string }).code === "EAGAIN") return 0;
+      const code = (error as { code?: string }).code;
+      if (code !== "EPIPE" && code !== "EBADF") return 0;
       closed = true;
       return byteLength(data);
     }
@@ -232,9 +238,11 @@ export function openStreamSink(output?: LogOutput | ((text: string) => void), on
     pieces = [];
     heldBytes = 0;
     dropped = 0;
-    // Standard error made non-blocking first (as stdoutOutput does): a stalled reader of it must not hold up the exit either.
+    if (lost === 0) return;
+    // Standard error made non-blocking first (as stdoutOutput does): a stalled reader of it must
+    // not hold up the exit either. Only then: the flag stays on the descriptor the process shares.
     void process.stderr;
-    if (lost > 0) directOutput(2).writeNow?.(Buffer.from(`tokenmint: ${lost} log line(s) not written: standard output was not read\n`));
+    directOutput(2).writeNow?.(`tokenmint: ${lost} log line(s) not written: standard output was not read\n`);
   };
   process.on("exit", writeAll);
 

@@ -4,12 +4,12 @@
  * is lost when the process exits.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync, rmSync } from "node:fs";
+import { closeSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LogOutput, LogSink } from "../../src/logging/stream-sink.ts";
 import { createServiceLogger } from "../../src/logging/logger.ts";
-import { EXIT_WAIT_MS, MAX_HELD_BYTES, openStreamSink, PIPE_BUF, RETRY_MS } from "../../src/logging/stream-sink.ts";
+import { directOutput, EXIT_WAIT_MS, MAX_HELD_BYTES, openStreamSink, PIPE_BUF, RETRY_MS } from "../../src/logging/stream-sink.ts";
 import { BUN, REPO_ROOT } from "../e2e/process.ts";
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
@@ -246,6 +246,21 @@ describe("serve's log when standard output is not read", () => {
     open();
     await Bun.sleep(RETRY_MS * 3);
     expect(writes.join("")).toBe(Array.from({ length: 201 }, (_, i) => numbered(i)).join(""));
+  });
+});
+
+describe("standard output written directly", () => {
+  test("a failure that may pass (a full disk) takes nothing now and leaves the output on; a closed one turns it off", () => {
+    const full = openSync("/dev/full", "w");
+    try {
+      const output = directOutput(full);
+      expect(output.writeNow?.("line\n")).toBe(0);
+      expect(output.writeNow?.("line\n")).toBe(0);
+    } finally {
+      closeSync(full);
+    }
+    const gone = directOutput(full);
+    expect(gone.writeNow?.("line\n")).toBe(5);
   });
 });
 
