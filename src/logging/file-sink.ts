@@ -9,7 +9,7 @@
  * the process's `exit` event, and `serve` flushes at shutdown.
  */
 import { accessSync, chmodSync, closeSync, constants, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, statSync, writeSync } from "node:fs";
-import { basename, dirname, extname, join, relative, sep } from "node:path";
+import { basename, dirname, extname, join, relative, resolve, sep } from "node:path";
 import { openStreamSink, type LogSink } from "./stream-sink.ts";
 
 /** The parts of a TOKENMINT_LOG_FILE path: `/dir/name.log` → dir `/dir`, stem `name`, ext `.log`. */
@@ -55,7 +55,9 @@ export function dailyLogFileDay(path: DailyLogPath, fileName: string): number | 
 export const utcDayStart = (time: number) => Math.floor(time / DAY_MS) * DAY_MS;
 
 /** Creates the log directory if missing (mode 0750). Throws with the reason when it cannot. */
-export function ensureLogDirectory(dir: string): void {
+export function ensureLogDirectory(path: string): void {
+  // Resolved first: of `a/../b`, the runtime makes and names `a`, and `..` would reach a directory it did not make.
+  const dir = resolve(path);
   const created = mkdirSync(dir, { recursive: true, mode: LOG_DIR_MODE });
   if (created === undefined) return;
   // The umask may have narrowed the mode; set it exactly on every directory made, from the first

@@ -4,10 +4,10 @@
  * files named exactly `name-YYYY-MM-DD.log` older than the retention are ever deleted.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError } from "../../src/config/load.ts";
-import { dailyLogFileDay, dailyLogFileName, dailyLogPath, MOVED_CHECK_MS, openDailyFileSink } from "../../src/logging/file-sink.ts";
+import { dailyLogFileDay, dailyLogFileName, dailyLogPath, ensureLogDirectory, MOVED_CHECK_MS, openDailyFileSink } from "../../src/logging/file-sink.ts";
 import type { LogSink } from "../../src/logging/stream-sink.ts";
 import { createLogger, createServiceLogger } from "../../src/logging/logger.ts";
 import { expiredLogFiles, purgeOldLogFiles, startLogRetention } from "../../src/logging/retention.ts";
@@ -137,6 +137,19 @@ describe("daily file sink", () => {
       expect(mode(dir)).toBe(0o750);
     }
     expect(errors).toEqual([]);
+  });
+
+  test("a log path through '..' changes the mode of no directory it did not make", () => {
+    const parent = logDir();
+    chmodSync(parent, 0o755);
+    const previous = process.umask(0o077);
+    try {
+      // Through a directory that does not exist: the path is resolved, so it is not made either.
+      ensureLogDirectory(`${parent}/a/../b/c`);
+      expect([mode(parent), existsSync(join(parent, "a")), mode(join(parent, "b")), mode(join(parent, "b", "c"))]).toEqual([0o755, false, 0o750, 0o750]);
+    } finally {
+      process.umask(previous);
+    }
   });
 
   test("appends to an existing file of the day and leaves its mode alone", () => {
