@@ -35,8 +35,10 @@ describe("health endpoints", () => {
       const res = await t.request("GET", "/readyz");
       expect(res.status).toBe(503);
       expect(((await res.json()) as { code: string }).code).toBe("unavailable");
-      const live = await t.request("GET", "/healthz");
-      expect({ status: live.status, body: await live.json() }).toEqual({ status: 200, body: { status: "ok" } });
+      for (const path of ["/healthz", "/healthz/"]) {
+        const live = await t.request("GET", path);
+        expect({ path, status: live.status, body: await live.json() }).toEqual({ path, status: 200, body: { status: "ok" } });
+      }
       // Anything else is turned away, closing the connection.
       const other = await t.request("GET", "/.well-known/jwks");
       expect({ status: other.status, connection: other.headers.get("connection") }).toEqual({ status: 503, connection: "close" });

@@ -143,6 +143,7 @@ describe("a request without a usable Host header", () => {
       const ready = await send("GET", "/readyz?probe=1", version, host);
       expect({ label, status: ready.status, body: ready.body }).toEqual({ label, status: 200, body: '{"status":"ready"}' });
       expect((await send("HEAD", "/healthz", version, host)).status).toBe(200);
+      expect((await send("GET", "/healthz/", version, host)).status).toBe(200);
       // Only those two, and only to read.
       expect400(await send("POST", "/healthz", version, host), label);
       expect400(await send("GET", "/healthz/x", version, host), label);

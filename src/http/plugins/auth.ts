@@ -15,7 +15,7 @@ export type Principals = WeakMap<Request, Principal>;
 export const isManagementPath = (pathname: string) => pathname === "/v1" || pathname.startsWith("/v1/");
 
 /** The health endpoints: answered whatever the Host, and while draining (`/healthz` 200 while the process is up, `/readyz` 503). */
-export const HEALTH_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz"]);
+export const HEALTH_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/healthz/", "/readyz/"]);
 
 export const auth = (ctx: AppContext, principals: Principals) =>
   new Elysia({ name: "auth" }).onRequest(async ({ request }) => {
