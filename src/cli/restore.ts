@@ -11,19 +11,19 @@
  * replaced (when it can be read and the master key opens it), each project keeps its key set
  * where that set published a key after the backup's did (verifiers hold it, tokens signed since
  * the backup are signed by its keys, and a key revoked since must stay revoked), and every
- * revocation made since the backup is kept: API keys, tokens, clients' `tokensRevokedBefore`.
+ * revocation made since the backup is kept: API keys, tokens, clients' `tokensRevokedBefore`;
+ * so are the client assertion ids used since, so none can be replayed.
  */
 import { chmodSync, constants, copyFileSync, existsSync, mkdirSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import type { Clock } from "../context.ts";
 import { AppError } from "../errors.ts";
+import { keysByState } from "../keys/lifecycle.ts";
 import { MasterKeyError } from "../keys/master-key.ts";
 import { fsyncPath } from "../runtime/durable-files.ts";
 import { lmdbFileProblem } from "../store/lmdb/lmdb-file.ts";
-import { CHANGES_FILE, LMDB_FILE, openLmdbFileForRestore, openLmdbFileReadOnly } from "../store/lmdb/lmdb-store.ts";
-import { keysByState } from "../keys/lifecycle.ts";
-import type { RevocationEntry } from "../store/lmdb/lmdb-store.ts";
+import { CHANGES_FILE, LMDB_FILE, openLmdbFileForRestore, openLmdbFileReadOnly, type ExpiringEntry } from "../store/lmdb/lmdb-store.ts";
 import type { ApiKeyRecord, ClientRecord, KeySetRecord, Page, PageRequest } from "../store/store.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
 import { inspectData } from "./check.ts";
@@ -67,11 +67,12 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
     rmSync(`${staged}-lock`, { force: true });
     fsyncPath(staged);
     ensureNoServer(dataDir);
+    // The old data's last announced change (store/lmdb): the restored counter may be behind it, and
+    // a server would take the commit that reaches it again for one it has already seen. Removed
+    // before the rename, so no crash leaves it beside the restored data (the old data needs none).
+    rmSync(join(dataDir, CHANGES_FILE), { force: true });
     renameSync(staged, target);
     rmSync(`${target}-lock`, { force: true });
-    // The old data's last announced change (store/lmdb): the restored counter may be behind it, and
-    // a server would take the commit that reaches it again for one it has already seen.
-    rmSync(join(dataDir, CHANGES_FILE), { force: true });
     fsyncPath(dataDir);
   } catch (error) {
     rmSync(staged, { force: true });
@@ -110,7 +111,9 @@ interface Replaced {
   revokedApiKeys: ApiKeyRecord[];
   /** Clients whose tokens were revoked (`tokensRevokedBefore`). */
   revokedClients: ClientRecord[];
-  revokedTokens: RevocationEntry[];
+  revokedTokens: ExpiringEntry[];
+  /** Client assertion ids used and not yet expired: a replay of one stays refused. */
+  usedAssertions: ExpiringEntry[];
 }
 
 /** Every item of a paged listing. */
@@ -137,7 +140,13 @@ async function readReplaced(target: string, config: Config, now: number): Promis
     const store = openLmdbFileReadOnly(target);
     try {
       await inspectData(store, config, target);
-      const replaced: Replaced = { keySets: new Map(), revokedApiKeys: [], revokedClients: [], revokedTokens: store.revocations(now) };
+      const replaced: Replaced = {
+        keySets: new Map(),
+        revokedApiKeys: [],
+        revokedClients: [],
+        revokedTokens: store.expiringEntries("revoked", now),
+        usedAssertions: store.expiringEntries("jti", now),
+      };
       for (const project of await store.listProjects()) {
         const set = await store.getKeySet(project.id);
         if (set !== undefined) replaced.keySets.set(project.id, set);
@@ -194,8 +203,10 @@ async function keepFromReplaced(staged: string, replaced: Replaced | string | un
       await store.updateClient(client.projectId, client.providerId, client.id, (c) => ({ ...c, tokensRevokedBefore: Math.max(c.tokensRevokedBefore ?? 0, before) }));
       kept.revocations++;
     }
-    const tokens = replaced.revokedTokens.filter((entry) => projects.has(entry.projectId));
-    kept.revocations += await store.keepRevocations(tokens, now);
+    const ofProjects = (entries: ExpiringEntry[]) => entries.filter((entry) => projects.has(entry.projectId));
+    kept.revocations += await store.keepExpiring("revoked", ofProjects(replaced.revokedTokens), now);
+    // Not a revocation, but what keeps an assertion used since the backup from being used again.
+    await store.keepExpiring("jti", ofProjects(replaced.usedAssertions), now);
   } finally {
     await store.close();
   }

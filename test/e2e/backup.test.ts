@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from "jose";
+import { createLocalJWKSet, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, SignJWT, type JSONWebKeySet } from "jose";
 import { open } from "lmdb";
 import { api, cleanup, createApiKeyWithCli, freePort, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult, type Server } from "./process.ts";
 
@@ -117,6 +117,10 @@ describe("backup and restore", () => {
     const oauth = (s: Server, endpoint: string, basic: string, token: string) =>
       fetch(`${s.url}/oauth/${endpoint}`, { method: "POST", headers: { authorization: basic, "content-type": "application/x-www-form-urlencoded" }, body: `token=${token}` });
     const beforeBackup = await issue(server, reports.path);
+    // billing also authenticates with a key (private_key_jwt).
+    const clientKey = await generateKeyPair("ES256");
+    const billingId = billing.path.split("/").at(-1) as string;
+    expect((await api(server, apiKey, "PUT", `${billing.path}/jwks`, { keys: [{ ...(await exportJWK(clientKey.publicKey)), kid: "k1" }] })).status).toBe(200);
     const file = join(tempDataDir(), "backup.mdb");
     expect((await runTokenmint(["backup", file], env)).code).toBe(0);
 
@@ -136,6 +140,22 @@ describe("backup and restore", () => {
     const kept = await issue(server, billing.path);
     const signer = decodeProtectedHeader(kept).kid as string;
     expect(revoked).not.toContain(signer);
+    // An assertion used after the backup: single-use, before the restore and after it.
+    const assertion = await new SignJWT({ jti: crypto.randomUUID() })
+      .setProtectedHeader({ alg: "ES256", kid: "k1" })
+      .setIssuer(billingId)
+      .setSubject(billingId)
+      .setAudience(settings.TOKENMINT_PUBLIC_URL)
+      .setIssuedAt()
+      .setExpirationTime("120s")
+      .sign(clientKey.privateKey);
+    const assertionGrant = (s: Server) =>
+      fetch(`${s.url}/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ grant_type: "client_credentials", client_assertion_type: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer", client_assertion: assertion }),
+      });
+    expect((await assertionGrant(server)).status).toBe(200);
     const withdrawn = await issue(server, billing.path);
     expect((await oauth(server, "revoke", billing.basic, withdrawn)).status).toBe(200);
     expect((await api(server, apiKey, "POST", `${reports.path}/revoke-tokens`)).status).toBe(200);
@@ -160,6 +180,9 @@ describe("backup and restore", () => {
     expect(await active(billing.basic, kept)).toBe(true);
     expect(await active(billing.basic, withdrawn)).toBe(false);
     expect(await active(reports.basic, beforeBackup)).toBe(false);
+    // The assertion used since the backup stays used.
+    const replay = await assertionGrant(again);
+    expect({ status: replay.status, body: await replay.json() }).toMatchObject({ status: 401, body: { error: "invalid_client", error_description: expect.stringContaining("already used") } });
     // The rest is the backup's: the provider added after it is gone; the client signs with the kept key.
     const providers = (await (await api(again, apiKey, "GET", "/v1/providers")).json()) as { items: { name: string }[] };
     expect(providers.items.map((p) => p.name)).toEqual(["payments"]);

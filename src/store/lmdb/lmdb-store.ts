@@ -265,10 +265,13 @@ export function openLmdbFileForRestore(path: string): LmdbStore {
   return new LmdbStore(db, path, false, undefined, roomOf(db, path));
 }
 
-/** A revoked token's entry: its project, its jti and until when it is kept (the token's `exp`). */
-export interface RevocationEntry {
+/**
+ * An entry kept until an instant: a revoked token's jti (until the token's `exp`), or a used
+ * client assertion's `<client id>:<jti>` (until the assertion's `exp` and the skew).
+ */
+export interface ExpiringEntry {
   projectId: string;
-  jti: string;
+  id: string;
   expiresAt: number;
 }
 
@@ -731,29 +734,32 @@ export class LmdbStore implements Store {
     }, true);
   }
 
-  /** Every token revocation of every project still in force at `now` (for `restore`). */
-  revocations(now: number): RevocationEntry[] {
-    const prefix = key.expiringOf("revoked");
-    const entries: RevocationEntry[] = [];
+  /** Every entry of `kind`, of every project, still in force at `now` (for `restore`). */
+  expiringEntries(kind: ExpiringKind, now: number): ExpiringEntry[] {
+    const prefix = key.expiringOf(kind);
+    const entries: ExpiringEntry[] = [];
     for (const { key: k, value } of this.#db.getRange({ start: prefix, end: rangeEnd(prefix) })) {
       const expiresAt = value as number;
       if (expiresAt <= now) continue;
-      // `revoked:<project id>:<jti>`: a project id is a UUID, the jti may hold anything.
+      // `<kind>:<project id>:<id>`: a project id is a UUID, the id may hold anything.
       const rest = (k as string).slice(prefix.length);
       const colon = rest.indexOf(":");
-      entries.push({ projectId: rest.slice(0, colon), jti: rest.slice(colon + 1), expiresAt });
+      entries.push({ projectId: rest.slice(0, colon), id: rest.slice(colon + 1), expiresAt });
     }
     return entries;
   }
 
-  /** Records `entries` (revocations read from other data) in one transaction, each until its expiry or a later one already recorded; returns how many were not recorded before. */
-  async keepRevocations(entries: readonly RevocationEntry[], now: number): Promise<number> {
+  /**
+   * Records `entries` of `kind` (read from other data) in one transaction, each until its expiry
+   * or a later one already recorded; returns how many were not in force before.
+   */
+  async keepExpiring(kind: ExpiringKind, entries: readonly ExpiringEntry[], now: number): Promise<number> {
     if (entries.length === 0) return 0;
     return this.#write(() => {
       let added = 0;
-      for (const { projectId, jti, expiresAt } of entries) {
-        if (this.#liveUntil("revoked", projectId, jti, now) === undefined) added++;
-        this.#putExpiring("revoked", projectId, jti, expiresAt);
+      for (const { projectId, id, expiresAt } of entries) {
+        if (this.#liveUntil(kind, projectId, id, now) === undefined) added++;
+        this.#putExpiring(kind, projectId, id, expiresAt);
       }
       return added;
     }, true);
