@@ -113,12 +113,17 @@ describe("loadConfig", () => {
       expect(problems).toEqual([expect.stringContaining("TOKENMINT_BOOTSTRAP_API_KEY must be a random secret")]);
       expect(problems[0]).not.toContain(weak.slice(0, 8));
     }
-    const random = `tm_${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url")}`;
-    expect(loadConfig({ TOKENMINT_BOOTSTRAP_API_KEY: random }).bootstrapApiKey).toBe(random);
+    // Random keys of the usual kinds pass: base64url, and hex (which has 16 characters at most).
+    for (let i = 0; i < 200; i++) {
+      const bytes = crypto.getRandomValues(new Uint8Array(32));
+      for (const random of [`tm_${Buffer.from(bytes).toString("base64url")}`, Buffer.from(bytes).toString("hex"), Buffer.from(bytes.subarray(0, 16)).toString("hex")]) {
+        expect(loadConfig({ TOKENMINT_BOOTSTRAP_API_KEY: random }).bootstrapApiKey).toBe(random);
+      }
+    }
   });
 
   test("a bootstrap API key must be what a bearer token can carry: printable ASCII, no spaces", () => {
-    const ok = "k".repeat(32);
+    const ok = Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64url");
     expect(loadConfig({ TOKENMINT_BOOTSTRAP_API_KEY: `${ok}~!#$%&'()*+,-./:;<=>?@[]^_\`{|}` }).bootstrapApiKey).toBe(`${ok}~!#$%&'()*+,-./:;<=>?@[]^_\`{|}`);
     for (const bad of [`${ok}é`, "é".repeat(32), `${ok} x`, `${ok}\tx`, `${ok}\u00a0`, `${ok}\u007f`, `${ok}\u2028`]) {
       const problems = problemsOf({ TOKENMINT_BOOTSTRAP_API_KEY: bad });
