@@ -164,8 +164,10 @@ export class KeyService {
   #keysCaughtUp: number | undefined;
   /** The catch-up `follow` runs now, and the counter it brings them up to. */
   #catchingUp: { seq: number; done: Promise<void> } | undefined;
-  /** The wall clock and the elapsed clock as the last pass (or rotation) read them. */
+  /** The wall clock and the elapsed clock as read after the last look for a jump (`#followClock`). */
   #lastClocks: { wall: number; elapsed: number } | undefined;
+  /** The look for a jump running now, which a pass and a rotation share. */
+  #clockFollow: Promise<void> | undefined;
   /** Set by `stop` while it waits: the pass running ends after the set it is at. */
   #stopping = false;
   /**
@@ -404,8 +406,7 @@ export class KeyService {
   /** Promotes the next key now. Conflict when it has not been published for the JWKS max-age yet. */
   async rotate(projectId: string): Promise<KeyView[]> {
     // A jump of the clock since the last pass counts before the key's age is judged.
-    const jump = this.#forwardJump();
-    if (jump !== undefined) await this.#followJump(jump);
+    await this.#followClock();
     // Generated only once the rotation is allowed, and reused if the swap has to be retried.
     let pending: Promise<SigningKeyRecord> | undefined;
     await this.#swap(projectId, async (stored) => {
@@ -588,30 +589,45 @@ export class KeyService {
   }
 
   /**
-   * How far the wall clock jumped forward since the last look, beyond the time that passed (an
-   * NTP step, a clock set by hand; a suspended machine too, whose elapsed clock stood still), and
-   * the wall time before it; undefined when it did not, by more than CLOCK_JUMP_MS.
+   * Looks whether the wall clock jumped forward since the last look, beyond the time that passed
+   * (an NTP step, a clock set by hand; a suspended machine too, whose elapsed clock stood still),
+   * and if so moves the sets with it (`#followJump`). A pass and a rotation that look at once
+   * share one look, so neither goes on before the sets are moved. The clocks are recorded only
+   * once the sets are moved: a move that fails is made again at the next look.
    */
-  #forwardJump(): { byMs: number; before: number } | undefined {
-    if (this.#o.elapsed === undefined) return undefined;
-    const now = { wall: this.#o.now(), elapsed: this.#o.elapsed() };
+  #followClock(): Promise<void> {
+    this.#clockFollow ??= this.#followClockOnce().finally(() => {
+      this.#clockFollow = undefined;
+    });
+    return this.#clockFollow;
+  }
+
+  async #followClockOnce(): Promise<void> {
+    const elapsed = this.#o.elapsed;
+    if (elapsed === undefined) return;
     const last = this.#lastClocks;
-    this.#lastClocks = now;
-    if (last === undefined) return undefined;
-    const byMs = now.wall - last.wall - (now.elapsed - last.elapsed);
-    return byMs > CLOCK_JUMP_MS ? { byMs, before: last.wall } : undefined;
+    if (last !== undefined) {
+      const byMs = this.#o.now() - last.wall - (elapsed() - last.elapsed);
+      if (byMs > CLOCK_JUMP_MS) await this.#followJump(byMs, last.wall);
+    }
+    this.#lastClocks = { wall: this.#o.now(), elapsed: elapsed() };
   }
 
   /**
-   * After the clock jumped forward: moves every loaded set's instants with it (lifecycle.ts
-   * shiftKeySet), so no next key signs, and no retired key leaves the JWKS, early by the jump. A
-   * set another process already moved for this jump (`clockStepAt` after the time before it) is
-   * left as it is.
+   * After the clock jumped forward by `byMs` since `before` (by the old clock): moves every loaded
+   * set's instants with it (lifecycle.ts shiftKeySet), so no next key signs, and no retired key
+   * leaves the JWKS, early by the jump. A set another process moved for this jump (`clockStepAt`
+   * after `before` and not after now) is left as it is; one moved before, or stamped ahead of a
+   * clock set back since, is moved again.
    */
-  async #followJump(jump: { byMs: number; before: number }): Promise<void> {
-    this.#o.logger.warn("the clock jumped forward; the signing keys' publication and retention times move with it", { seconds: Math.round(jump.byMs / 1000) });
+  async #followJump(byMs: number, before: number): Promise<void> {
+    this.#o.logger.warn("the clock jumped forward; the signing keys' publication and retention times move with it", { seconds: Math.round(byMs / 1000) });
     for (const projectId of [...this.#loaded.keys()]) {
-      await this.#swap(projectId, async (set) => ((set.clockStepAt ?? Number.NEGATIVE_INFINITY) > jump.before ? undefined : shiftKeySet(set, jump.byMs, this.#o.now())));
+      await this.#swap(projectId, async (set) => {
+        const now = this.#o.now();
+        const moved = set.clockStepAt !== undefined && set.clockStepAt > before && set.clockStepAt <= now;
+        return moved ? undefined : shiftKeySet(set, byMs, now);
+      });
     }
     this.#quiet = undefined;
   }
@@ -621,8 +637,7 @@ export class KeyService {
     let failed = false;
     let targets: string[];
     try {
-      const jump = this.#forwardJump();
-      if (jump !== undefined) await this.#followJump(jump);
+      await this.#followClock();
       // Read first: a write that lands during the pass moves the counter past it, so the next tick looks again.
       seq = await this.#o.store.keysChangeSeq();
       const now = this.#o.now();

@@ -354,6 +354,57 @@ describe("KeyService: a clock that jumps forward", () => {
     expect(await verify(t, early)).toBe(first);
   });
 
+  test("a manual rotation during the move the pass began waits for it, however many sets there are", async () => {
+    const t = await app({ env: { TOKENMINT_BASE_DOMAIN: "tm.example.test" } });
+    for (let i = 0; i < 5; i++) {
+      await createProject(t.ctx.store, { slug: `p${i}`, name: `P${i}` }, t.ctx.instance, t.clock.now(), (id, policy) => t.ctx.keys.newKeySet(id, policy));
+    }
+    await t.ctx.projects.refresh();
+    await t.ctx.keys.loadAll(t.ctx.projects.ids);
+    t.clock.advance(PERIOD_S);
+    await t.ctx.keys.tick();
+    t.clock.advance(1);
+    t.clock.jump(PERIOD_S + MAX_AGE_S);
+    const pass = t.ctx.keys.tick();
+    // The last sets first: the pass has not reached them yet.
+    for (const id of t.ctx.projects.ids.reverse()) await expect(t.ctx.keys.rotate(id)).rejects.toMatchObject({ code: "conflict" });
+    await pass;
+  });
+
+  test("a move that failed is made at the next look; one stamped ahead of a clock set back does not hide a later jump", async () => {
+    const t = await app();
+    t.clock.advance(PERIOD_S);
+    await t.ctx.keys.tick();
+    const next = (await storedSet(t)).keys.find((k) => k.state === "next")!;
+    t.clock.advance(1);
+    t.clock.jump(PERIOD_S + MAX_AGE_S);
+    // The first pass after the jump cannot read the set: nothing is moved, and the jump is not forgotten.
+    const store = t.ctx.store as { getKeySet: (id: string) => Promise<KeySetRecord | undefined> };
+    const read = store.getKeySet.bind(store);
+    let failures = 1;
+    store.getKeySet = async (id) => {
+      if (failures-- > 0) throw new Error("the disk is gone for a moment");
+      return read(id);
+    };
+    await t.ctx.keys.tick();
+    await t.ctx.keys.tick();
+    expect((await storedSet(t)).clockStepAt).toBe(t.clock.now());
+    expect(ring(t).kid).not.toBe(next.kid);
+
+    // The clock set back after a mistaken jump leaves the stamp ahead of it; a real jump later is still followed.
+    t.clock.jump(3 * DAY_S);
+    await t.ctx.keys.tick();
+    t.clock.ms -= 3 * DAY_S * 1000;
+    await t.ctx.keys.tick();
+    t.clock.advance(2 * PERIOD_S);
+    await t.ctx.keys.tick();
+    const later = (await storedSet(t)).keys.find((k) => k.state === "next")!;
+    t.clock.advance(1);
+    t.clock.jump(PERIOD_S + MAX_AGE_S);
+    await expectError(await t.api("POST", "/v1/keys/rotate"), 409, "conflict");
+    expect(ring(t).kid).not.toBe(later.kid);
+  });
+
   test("two processes that see the same jump move the sets once; a jump within the tolerance moves nothing", async () => {
     const dataDir = sharedDir();
     const clock = new FakeClock();
