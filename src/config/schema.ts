@@ -228,7 +228,7 @@ export const SETTINGS: readonly Setting[] = [
       // Stored as a fast hash (core/secret-hash.ts), as every API key: only a random key resists
       // guessing from a copy of the data.
       if (looksGuessable(raw)) {
-        return problem(`TOKENMINT_BOOTSTRAP_API_KEY must be a random secret, and this one repeats a few characters; make one with: echo tm_$(openssl rand 32 | basenc --base64url | tr -d =)`);
+        return problem(`TOKENMINT_BOOTSTRAP_API_KEY must be a random secret, and this one has few different characters or repeats itself, as a word or a pattern does; make one with: echo tm_$(openssl rand 32 | basenc --base64url | tr -d =)`);
       }
       return raw;
     },
