@@ -406,10 +406,7 @@ describe("KeyService: a clock that jumps forward", () => {
   });
 
   test("two processes that see the same jump move the sets once; a jump within the tolerance moves nothing", async () => {
-    const dataDir = sharedDir();
-    const clock = new FakeClock();
-    const a = await app({ dataDir, clock });
-    const b = await app({ dataDir, masterKey: a.masterKey, clock });
+    const { a, b, clock } = await followingPair();
     await a.ctx.keys.tick();
     await b.ctx.keys.tick();
     clock.jump(1);
