@@ -194,13 +194,17 @@ export function openStreamSink(output?: LogOutput | ((text: string) => void), on
       return;
     }
   };
+  /** Tells how many lines were dropped since the last time, if any. */
+  const tellDropped = () => {
+    const count = dropped;
+    dropped = 0;
+    if (count > 0) onDropped?.(count);
+  };
   /** The output has room again: what was dropped meanwhile is told, then the lines held go out. */
   const resume = () => {
     blocked = false;
-    const count = dropped;
-    dropped = 0;
     // Told before the held lines are written: its line (if it logs one) follows them, where the gap is.
-    if (count > 0) onDropped?.(count);
+    tellDropped();
     writeHeld();
   };
   const flush = () => writeHeld();
@@ -210,9 +214,7 @@ export function openStreamSink(output?: LogOutput | ((text: string) => void), on
     takeCurrent();
     if (!writeDirect(out.writeNow as (data: string | Uint8Array) => number)) return scheduleRetry();
     blocked = false;
-    const count = dropped;
-    dropped = 0;
-    if (count > 0) onDropped?.(count);
+    tellDropped();
   };
   function scheduleRetry() {
     retry = setTimeout(retryHeld, retryMs);
