@@ -8,14 +8,12 @@ import { authenticate, type Principal } from "../../core/api-keys.ts";
 import type { AppContext } from "../../context.ts";
 import { AppError } from "../../errors.ts";
 import { pathOf } from "../route.ts";
+import { HEALTH_PATHS } from "../routes/health.ts";
 
 /** Principals of in-flight requests; one map per app, never global. */
 export type Principals = WeakMap<Request, Principal>;
 
 export const isManagementPath = (pathname: string) => pathname === "/v1" || pathname.startsWith("/v1/");
-
-/** The health endpoints: answered whatever the Host, and while draining (`/healthz` 200 while the process is up, `/readyz` 503). */
-export const HEALTH_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/healthz/", "/readyz/"]);
 
 export const auth = (ctx: AppContext, principals: Principals) =>
   new Elysia({ name: "auth" }).onRequest(async ({ request }) => {

@@ -10,9 +10,7 @@ import { Elysia } from "elysia";
 import type { Logger } from "../../logging/logger.ts";
 import { methodLabel, type ServiceMetrics } from "../../metrics/service-metrics.ts";
 import { matchPath, type RouteDef } from "../route.ts";
-
-/** The health paths, never logged (with or without a trailing slash: the router takes both). */
-const HEALTH_PATHS = new Set(["/healthz", "/readyz", "/healthz/", "/readyz/"]);
+import { HEALTH_PATHS } from "../routes/health.ts";
 
 /** Paths that are never logged (CONTRACT §4, §5): discovery and health. */
 export const isUnloggedPath = (pathname: string) => pathname.startsWith("/.well-known/") || HEALTH_PATHS.has(pathname);

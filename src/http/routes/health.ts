@@ -10,6 +10,13 @@ import { AppError } from "../../errors.ts";
 import { Liveness, Readiness } from "../../schemas/discovery.ts";
 import type { RouteDef } from "../route.ts";
 
+/**
+ * The health paths, with or without a trailing slash (the router takes both): never logged,
+ * answered whatever the Host, and while draining (`/healthz` 200 while the process is up,
+ * `/readyz` 503).
+ */
+export const HEALTH_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/healthz/", "/readyz/"]);
+
 export function healthRoutes(ctx: AppContext): RouteDef[] {
   const base = { method: "GET" as const, tag: "health", auth: false, errors: [], direct: true };
   return [
