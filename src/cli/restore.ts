@@ -190,9 +190,11 @@ async function keepFromReplaced(staged: string, replaced: Replaced | string | un
       if (!(await store.swapKeySet({ ...set, version: version + 1 }, version))) throw new Error(`the key set of project ${projectId} changed while it was restored`);
       kept.signingKeys++;
     }
+    const restoredKeys = new Map<string, ApiKeyRecord>();
+    for (const projectId of projects) for (const key of await store.listApiKeys(projectId)) restoredKeys.set(key.id, key);
     for (const revoked of replaced.revokedApiKeys) {
-      const key = (await store.listApiKeys(revoked.projectId)).find((k) => k.id === revoked.id);
-      if (key === undefined || key.revokedAt !== undefined) continue;
+      const key = restoredKeys.get(revoked.id);
+      if (key === undefined || key.projectId !== revoked.projectId || key.revokedAt !== undefined) continue;
       await store.updateApiKey(revoked.projectId, revoked.id, (k) => ({ ...k, revokedAt: revoked.revokedAt }));
       kept.revocations++;
     }

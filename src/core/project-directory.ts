@@ -91,8 +91,8 @@ export class ProjectDirectory {
       if (custom !== undefined && project.customUrl !== undefined) byHost.set(custom, matchOf(custom, project, project.customUrl));
     }
     // The instance's own hosts last: a custom domain never takes one over (normalizeCustomDomain refuses them).
-    // The default project's last of all: a project whose slug names the public URL's host (made
-    // before the public URL was changed to it; newProjectRecord refuses one) never takes it over.
+    // The default project's last of all: a project whose slug names the public URL's host never
+    // takes it over (newProjectRecord refuses one, and start-up data holding one, checkProjectHosts).
     const defaultProject = byId.get(this.#defaultId) as ResolvedProject;
     for (const project of [...byId.values(), defaultProject]) {
       const own = this.#hostsOf(project).own;
