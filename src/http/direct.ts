@@ -26,7 +26,7 @@ import type { AppContext } from "../context.ts";
 import { bodyBytes, parseFormBytes, parseJsonBytes } from "./plugins/body-parser.ts";
 import { errorAnswer } from "./plugins/error-handler.ts";
 import { logRequest } from "./plugins/request-log.ts";
-import { isManagementPath } from "./plugins/auth.ts";
+import { admitInFlight, isManagementPath } from "./plugins/auth.ts";
 import { isOAuthPath, pathOf, patternSource, type RouteDef, type RouteInput } from "./route.ts";
 
 /** The app the lane hands everything else to. */
@@ -128,19 +128,21 @@ export function directLane(ctx: AppContext, routes: readonly RouteDef[], app: Fu
 
   /** A request with a body: API key, body, checks and handler; the app takes whatever is refused. */
   const withBody = async (request: Request, lane: Lane, pathname: string, params: Record<string, string>, started: number): Promise<Response> => {
+    // Taken before the process began to drain: whatever the app answers for it, it is in flight.
+    const handOver = (taken: Request) => app.handle(admitInFlight(taken));
     let principal = NO_PRINCIPAL;
     if (isManagementPath(pathname)) {
       // A management route takes no query: the app refuses one (and answers an empty one).
-      if (request.url.includes("?")) return app.handle(request);
+      if (request.url.includes("?")) return handOver(request);
       try {
         principal = await authenticate(ctx.store, request.headers.get("authorization"), ctx.clock.now());
       } catch {
-        return app.handle(request);
+        return handOver(request);
       }
     }
     const reading = bodyBytes(request, maxBytes);
     // A declared length over the limit is refused by the app before anything is read.
-    if (reading === undefined) return app.handle(request);
+    if (reading === undefined) return handOver(request);
     let bytes: Uint8Array<ArrayBuffer>;
     try {
       bytes = await reading;
@@ -159,7 +161,7 @@ export function directLane(ctx: AppContext, routes: readonly RouteDef[], app: Fu
       }
     }
     if (!parsed || (lane.body !== undefined && !lane.body.Check(body))) {
-      return app.handle(new Request(request.url, { method: request.method, headers: request.headers, body: bytes }));
+      return handOver(new Request(request.url, { method: request.method, headers: request.headers, body: bytes }));
     }
     const set: RouteInput["set"] = { headers: {} };
     let answer: unknown;

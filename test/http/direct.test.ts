@@ -248,6 +248,42 @@ describe("direct lane", () => {
     }
   });
 
+  test("a request the lane took before draining began gets its own answer, not the draining 503", async () => {
+    /** A body whose last part comes once the process drains, as when SIGTERM arrives mid-upload. */
+    const slowBody = (first: string, last: string) => {
+      let finish!: () => void;
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(first));
+          finish = () => {
+            controller.enqueue(new TextEncoder().encode(last));
+            controller.close();
+          };
+        },
+      });
+      return { stream, finish };
+    };
+    const cases = [
+      { path: "/oauth/token", headers: { ...FORM, authorization: basic(clientId, secret) }, first: "gra", last: "nt", status: 400, error: { error: "invalid_request" } },
+      { path: tokens, headers: api(JSON_TYPE), first: '{"expiresIn":', last: "}", status: 400, error: { code: "invalid_request" } },
+    ];
+    for (const { path, headers, first, last, status, error } of cases) {
+      const { stream, finish } = slowBody(first, last);
+      const answer = Promise.resolve(t.fetch(request({ path, headers, body: () => stream })));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      t.ctx.draining = true;
+      try {
+        finish();
+        const res = await answer;
+        expect({ path, status: res.status, body: await res.json() }).toEqual({ path, status, body: expect.objectContaining(error) });
+        // A request that arrives now is still refused.
+        expect((await t.fetch(request({ path, headers, body: first + last }))).status).toBe(503);
+      } finally {
+        t.ctx.draining = false;
+      }
+    }
+  });
+
   test("requests answered by the lane are counted and logged as the app's are", async () => {
     const lines: string[] = [];
     const logged = await buildTestApp({ logLines: lines });
