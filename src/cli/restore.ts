@@ -24,7 +24,7 @@ import { MasterKeyError } from "../keys/master-key.ts";
 import { fsyncPath } from "../runtime/durable-files.ts";
 import { lmdbFileProblem } from "../store/lmdb/lmdb-file.ts";
 import { CHANGES_FILE, LMDB_FILE, openLmdbFileForRestore, openLmdbFileReadOnly, type ExpiringEntry } from "../store/lmdb/lmdb-store.ts";
-import type { ApiKeyRecord, ClientRecord, KeySetRecord, Page, PageRequest } from "../store/store.ts";
+import type { ApiKeyRecord, ClientRecord, KeySetRecord, Page, PageRequest, SigningKeyRecord } from "../store/store.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
 import { inspectData } from "./check.ts";
 import type { Output } from "./output.ts";
@@ -91,7 +91,7 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
     io.out(JSON.stringify({ file, dataFile: target, bytes, kept: { signingKeys: kept.signingKeys, revocations: kept.revocations }, ...(kept.unread === undefined ? {} : { replacedUnread: kept.unread }) }));
   } else io.out(`Restored ${file} to ${target} (${bytes} bytes); start the server to use it.`);
   if (kept.signingKeys > 0 || kept.revocations > 0) {
-    io.err(`Kept from the data replaced: the signing keys of ${kept.signingKeys} project(s) where newer than the backup's, and ${kept.revocations} revocation(s) of API keys, tokens and clients' tokens made since the backup.`);
+    io.err(`Kept from the data replaced: the signing keys of ${kept.signingKeys} project(s) where newer than the backup's, and ${kept.revocations} revocation(s) of signing keys, API keys, tokens and clients' tokens made since the backup.`);
   }
   if (kept.unread !== undefined) {
     io.err(`The data replaced could not be read (${kept.unread}): the backup's signing keys are used, tokens signed by keys made since no longer verify, and revocations made since are undone.`);
@@ -166,14 +166,31 @@ async function readReplaced(target: string, config: Config, now: number): Promis
   }
 }
 
-/** The instant a key set last published a key: every rotation, revocation or new algorithm publishes a next key. */
+/**
+ * The instant a key set last published a key: every rotation, new algorithm and revocation of a
+ * current or next key publishes a next key. Revoking a retired key publishes none (see
+ * `revokedSince`).
+ */
 const lastPublished = (set: KeySetRecord) => keysByState(set).next.createdAt;
+
+/**
+ * The retired keys of `restored` (the backup's set) that `replaced` (the set of the data replaced,
+ * no newer) no longer holds although it had published them: revoked since the backup, or past
+ * their time in the JWKS. A retired key made after the replaced set's last publication (restored
+ * onto older data) is one that set never knew, and stays.
+ */
+const revokedSince = (restored: KeySetRecord, replaced: KeySetRecord): SigningKeyRecord[] => {
+  const held = new Set(replaced.keys.map((k) => k.kid));
+  const known = lastPublished(replaced);
+  return restored.keys.filter((k) => k.state === "retired" && !held.has(k.kid) && k.createdAt <= known);
+};
 
 /**
  * Brings into the staged data what the data replaced (`replaced`) must not lose: for each
  * project of both, its key set where it published a key after the backup's did (so a standby
- * holding older data takes the backup's), and every revocation made since the backup: API keys,
- * tokens, and clients' `tokensRevokedBefore`. A restore undoes changes, never a revocation.
+ * holding older data takes the backup's), and every revocation made since the backup: retired
+ * signing keys (where the backup's set stays), API keys, tokens, and clients'
+ * `tokensRevokedBefore`. A restore undoes changes, never a revocation.
  */
 async function keepFromReplaced(staged: string, replaced: Replaced | string | undefined, now: number): Promise<Kept> {
   if (typeof replaced === "string") return { signingKeys: 0, revocations: 0, unread: replaced };
@@ -185,10 +202,22 @@ async function keepFromReplaced(staged: string, replaced: Replaced | string | un
     for (const projectId of projects) {
       const set = replaced.keySets.get(projectId);
       const restored = await store.getKeySet(projectId);
-      if (set === undefined || (restored !== undefined && lastPublished(set) <= lastPublished(restored))) continue;
+      if (set === undefined) continue;
       const version = restored?.version ?? 0;
-      if (!(await store.swapKeySet({ ...set, version: version + 1 }, version))) throw new Error(`the key set of project ${projectId} changed while it was restored`);
-      kept.signingKeys++;
+      const swap = async (next: KeySetRecord) => {
+        if (!(await store.swapKeySet({ ...next, version: version + 1 }, version))) throw new Error(`the key set of project ${projectId} changed while it was restored`);
+      };
+      if (restored === undefined || lastPublished(set) > lastPublished(restored)) {
+        await swap(set);
+        kept.signingKeys++;
+        continue;
+      }
+      // The backup's set stays, less the retired keys revoked since (a leaked key stays out).
+      const revoked = revokedSince(restored, set);
+      if (revoked.length === 0) continue;
+      await swap({ ...restored, keys: restored.keys.filter((k) => !revoked.includes(k)) });
+      // One whose time in the JWKS is over left it as it would have anyway: not a revocation.
+      kept.revocations += revoked.filter((k) => (k.removedFromJwksAt ?? Number.POSITIVE_INFINITY) > now).length;
     }
     const restoredKeys = new Map<string, ApiKeyRecord>();
     for (const projectId of projects) for (const key of await store.listApiKeys(projectId)) restoredKeys.set(key.id, key);

@@ -166,7 +166,7 @@ describe("backup and restore", () => {
     expect(restored.code).toBe(0);
     expect(JSON.parse(restored.stdout)).toMatchObject({ file, kept: { signingKeys: 1, revocations: 3 } });
     expect(restored.stderrLines).toEqual([
-      "Kept from the data replaced: the signing keys of 1 project(s) where newer than the backup's, and 3 revocation(s) of API keys, tokens and clients' tokens made since the backup.",
+      "Kept from the data replaced: the signing keys of 1 project(s) where newer than the backup's, and 3 revocation(s) of signing keys, API keys, tokens and clients' tokens made since the backup.",
     ]);
 
     const again = await startServer({ dataDir, masterKey: env.TOKENMINT_MASTER_KEY as string, settings });

@@ -1,0 +1,103 @@
+/**
+ * `restore` and the signing keys revoked since the backup: a retired key revoked after it stays
+ * out of the JWKS, while a retired key the replaced data never knew (restored onto older data)
+ * stays in. In process, on a fake clock; test/e2e/backup.test.ts runs the executable.
+ */
+import { afterEach, expect, test } from "bun:test";
+import { join } from "node:path";
+import { parseArgs } from "../../src/cli/args.ts";
+import { restoreCommand } from "../../src/cli/restore.ts";
+import { loadConfig } from "../../src/config/load.ts";
+import { generateMasterKeyText } from "../../src/keys/master-key.ts";
+import { buildTestApp, FakeClock, tempDir, type TestApp } from "../helpers/app.ts";
+
+const dirs: { remove: () => void }[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) dir.remove();
+});
+
+const newDir = () => {
+  const dir = tempDir();
+  dirs.push(dir);
+  return dir.path;
+};
+
+interface Key {
+  kid: string;
+  state: string;
+}
+
+const jwksKids = async (t: TestApp) => ((await (await t.request("GET", "/.well-known/jwks")).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+const keys = async (t: TestApp) => ((await (await t.api("GET", "/v1/keys")).json()) as { items: Key[] }).items;
+
+/** Rotates once the next key has been published for the JWKS max-age (300 s). */
+async function rotate(t: TestApp): Promise<void> {
+  t.clock.advance(301);
+  expect((await t.api("POST", "/v1/keys/rotate")).status).toBe(200);
+}
+
+/** Runs `restore FILE --json` on `dataDir` (no server on it); returns its JSON and stderr. */
+async function restore(dataDir: string, masterKey: string, file: string, clock: FakeClock): Promise<{ json: Record<string, unknown>; err: string[] }> {
+  const config = loadConfig({ TOKENMINT_DATA_DIR: dataDir, TOKENMINT_MASTER_KEY: masterKey, TOKENMINT_SIGNING_ALG: "ES256", TOKENMINT_PUBLIC_URL: "https://tokens.example.test" });
+  const out: string[] = [];
+  const err: string[] = [];
+  await restoreCommand(config, parseArgs(["restore", file, "--json"]), { out: (line) => out.push(line), err: (line) => err.push(line) }, clock);
+  return { json: JSON.parse(out.join("")) as Record<string, unknown>, err };
+}
+
+test("a retired key revoked after the backup stays out of the JWKS once the backup is restored", async () => {
+  const clock = new FakeClock();
+  const dataDir = newDir();
+  const masterKey = generateMasterKeyText();
+  const file = join(newDir(), "backup.mdb");
+  let t = await buildTestApp({ clock, dataDir, masterKey });
+  await rotate(t);
+  const retired = (await keys(t)).find((k) => k.state === "retired")?.kid as string;
+  expect(await jwksKids(t)).toContain(retired);
+  await t.ctx.store.backup(file);
+  clock.advance(10);
+  expect((await t.api("POST", `/v1/keys/${retired}/revoke`)).status).toBe(200);
+  const served = await jwksKids(t);
+  expect(served).not.toContain(retired);
+  await t.close();
+
+  const { json, err } = await restore(dataDir, masterKey, file, clock);
+  expect(json).toMatchObject({ kept: { signingKeys: 0, revocations: 1 } });
+  expect(err).toEqual([
+    "Kept from the data replaced: the signing keys of 0 project(s) where newer than the backup's, and 1 revocation(s) of signing keys, API keys, tokens and clients' tokens made since the backup.",
+  ]);
+  t = await buildTestApp({ clock, dataDir, masterKey });
+  try {
+    expect(await jwksKids(t)).toEqual(served);
+    expect((await keys(t)).map((k) => k.kid)).not.toContain(retired);
+  } finally {
+    await t.close();
+  }
+});
+
+test("restored onto older data, retired keys that data never published stay in the JWKS", async () => {
+  const clock = new FakeClock();
+  const masterKey = generateMasterKeyText();
+  const backups = newDir();
+  const [older, newer] = [join(backups, "older.mdb"), join(backups, "newer.mdb")];
+  const primary = await buildTestApp({ clock, dataDir: newDir(), masterKey });
+  let standby: TestApp | undefined;
+  try {
+    await primary.ctx.store.backup(older);
+    // Three rotations: the keys current and next at the older backup retire, and so does the first key made after it.
+    for (let i = 0; i < 3; i++) await rotate(primary);
+    const published = await jwksKids(primary);
+    expect((await keys(primary)).filter((k) => k.state === "retired")).toHaveLength(3);
+    await primary.ctx.store.backup(newer);
+
+    const standbyDir = newDir();
+    expect((await restore(standbyDir, masterKey, older, clock)).json).toMatchObject({ kept: { signingKeys: 0, revocations: 0 } });
+    const { json, err } = await restore(standbyDir, masterKey, newer, clock);
+    expect({ json, err }).toMatchObject({ json: { kept: { signingKeys: 0, revocations: 0 } }, err: [] });
+    standby = await buildTestApp({ clock, dataDir: standbyDir, masterKey });
+    expect(await jwksKids(standby)).toEqual(published);
+  } finally {
+    await standby?.close();
+    await primary.close();
+  }
+});
