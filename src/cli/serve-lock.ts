@@ -1,12 +1,13 @@
 /**
  * @module cli/serve-lock
  * One `serve` per data directory: the server writes `<data-dir>/serve.pid` while it runs, from
- * before it opens the data. A second `serve` and `restore` refuse while that process is alive; a
- * file left by a killed server is recognized as stale (its pid is gone, or is no longer a
+ * before it opens the data, and only where no file is (acquireServeLock), so of two servers
+ * started together one serves. A second `serve` and `restore` refuse while that process is alive;
+ * a file left by a killed server is recognized as stale (its pid is gone, or is no longer a
  * tokenmint server) and replaced. The file also names the directory it was written in (device
  * and inode): a copy of the directory, file and all, is not held by the server of the original.
  */
-import { existsSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { StartupError } from "../startup.ts";
 
@@ -38,10 +39,15 @@ const SYSTEM: ProcessProbe = {
  * server of it runs as, can always see its own processes.
  */
 export function liveServer(dataDir: string, probe: ProcessProbe = SYSTEM): number | undefined {
+  return holderIn(join(dataDir, SERVE_LOCK_FILE), dataDir, probe);
+}
+
+/** The live server named by `file`, a lock file of `dataDir` (see liveServer), or undefined. */
+function holderIn(file: string, dataDir: string, probe: ProcessProbe): number | undefined {
   let pid: number;
   let written: string | undefined;
   try {
-    const [first, second] = readFileSync(join(dataDir, SERVE_LOCK_FILE), "utf8").split("\n");
+    const [first, second] = readFileSync(file, "utf8").split("\n");
     pid = Number.parseInt(first ?? "", 10);
     written = second === "" ? undefined : second;
   } catch {
@@ -77,15 +83,77 @@ const directoryIdentity = (dir: string): string | undefined => {
   }
 };
 
-/** Takes the lock for this process or returns the pid of the live holder. */
-export function acquireServeLock(dataDir: string): { release: () => void } | { heldBy: number } {
-  const holder = liveServer(dataDir);
-  if (holder !== undefined) return { heldBy: holder };
-  const path = join(dataDir, SERVE_LOCK_FILE);
+/** Attempts at taking the lock when stale files keep turning up in its place. */
+const TAKE_ATTEMPTS = 8;
+
+const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code;
+
+/** Errors of a file system without hard links (FAT, some network shares). */
+const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"]);
+
+/**
+ * Puts the file `from` at `to` unless a file is there (EEXIST): a hard link, so it appears whole.
+ * Where the file system has no links, an exclusive create written at once: a process starting
+ * in the same instant could read it empty, which is the one race left there.
+ */
+function place(from: string, to: string): void {
   try {
-    writeFileSync(path, `${process.pid}\n${directoryIdentity(dataDir) ?? ""}\n`, { mode: 0o600 });
+    linkSync(from, to);
   } catch (error) {
-    throw new StartupError(`cannot write ${path}: ${(error as Error).message}`);
+    if (!NO_LINKS.has(errorCode(error) ?? "")) throw error;
+    writeFileSync(to, readFileSync(from), { mode: 0o600, flag: "wx" });
+  }
+}
+
+/**
+ * Takes the lock for this process or returns the pid of the live holder. The file is written
+ * beside its place and linked there, which fails when a file is there already: two servers
+ * starting together cannot both take it, and no one reads it half written. A stale file is set
+ * aside (a rename, which only one process can make of it) and checked once more, since another
+ * server may have replaced it since it was read: a live server's is put back.
+ */
+export function acquireServeLock(dataDir: string, probe: ProcessProbe = SYSTEM): { release: () => void } | { heldBy: number } {
+  const path = join(dataDir, SERVE_LOCK_FILE);
+  const mine = `${path}.${process.pid}`;
+  const aside = `${path}.${process.pid}.stale`;
+  const cannot = (what: string, error: unknown) => new StartupError(`cannot ${what} ${path}: ${(error as Error).message}`);
+  try {
+    writeFileSync(mine, `${process.pid}\n${directoryIdentity(dataDir) ?? ""}\n`, { mode: 0o600 });
+  } catch (error) {
+    throw cannot("write", error);
+  }
+  try {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        place(mine, path);
+        break;
+      } catch (error) {
+        if (errorCode(error) !== "EEXIST") throw cannot("write", error);
+      }
+      const holder = liveServer(dataDir, probe);
+      if (holder !== undefined) return { heldBy: holder };
+      if (attempt === TAKE_ATTEMPTS) throw new StartupError(`cannot take ${path}: other processes keep replacing it`);
+      try {
+        renameSync(path, aside);
+      } catch (error) {
+        // Another process set it aside first: try again.
+        if (errorCode(error) === "ENOENT") continue;
+        throw cannot("replace", error);
+      }
+      const moved = holderIn(aside, dataDir, probe);
+      if (moved !== undefined) {
+        try {
+          place(aside, path);
+        } catch {
+          // Another server's file is there now: this one stands back all the same.
+        }
+        rmSync(aside, { force: true });
+        return { heldBy: moved };
+      }
+      rmSync(aside, { force: true });
+    }
+  } finally {
+    rmSync(mine, { force: true });
   }
   return {
     release: () => {

@@ -4,7 +4,7 @@
  * another user's program must not keep the server from starting.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { acquireServeLock, liveServer, type ProcessProbe, SERVE_LOCK_FILE } from "../../src/cli/serve-lock.ts";
 import { tempDir } from "../helpers/app.ts";
@@ -95,3 +95,56 @@ describe("liveServer", () => {
     }
   });
 });
+
+describe("acquireServeLock", () => {
+  /** Starts `count` servers taking the lock of `dataDir` in the same instant; returns what each printed, and a function that stops them. */
+  async function startTogether(dataDir: string, count: number): Promise<{ results: string[]; stop: () => Promise<void> }> {
+    const procs = Array.from({ length: count }, () =>
+      Bun.spawn([process.execPath, join(import.meta.dir, "serve-lock-child.ts"), dataDir, "serve"], { stdin: "pipe", stdout: "pipe", stderr: "inherit" }),
+    );
+    const readers = procs.map((proc) => proc.stdout.getReader());
+    const decoder = new TextDecoder();
+    const line = async (i: number) => {
+      let text = "";
+      while (!text.endsWith("\n")) {
+        const { value, done } = await (readers[i] as ReadableStreamDefaultReader<Uint8Array>).read();
+        if (done) break;
+        text += decoder.decode(value);
+      }
+      return text.trim();
+    };
+    expect(await Promise.all(procs.map((_, i) => line(i)))).toEqual(procs.map(() => "ready"));
+    for (const proc of procs) proc.stdin.write("go\n");
+    for (const proc of procs) await proc.stdin.flush();
+    const results = await Promise.all(procs.map((_, i) => line(i)));
+    const stop = async () => {
+      for (const proc of procs) await proc.stdin.end();
+      await Promise.all(procs.map((proc) => proc.exited));
+    };
+    return { results, stop };
+  }
+
+  test("of servers started in the same instant, exactly one takes the lock, on a new directory and over a stale file", async () => {
+    for (let round = 0; round < 6; round++) {
+      const dir = tempDir("tokenmint-serve-lock-");
+      try {
+        // Every other round, a file left by a killed server (a pid that is gone).
+        if (round % 2 === 1) writeFileSync(join(dir.path, SERVE_LOCK_FILE), "2147483646\n");
+        const { results, stop } = await startTogether(dir.path, 4);
+        try {
+          const held = results.filter((result) => result === "held");
+          expect({ round, held: held.length }).toEqual({ round, held: 1 });
+          const holder = Number.parseInt(readFileSync(join(dir.path, SERVE_LOCK_FILE), "utf8"), 10);
+          expect(results.filter((result) => result !== "held")).toEqual([`refused ${holder}`, `refused ${holder}`, `refused ${holder}`]);
+        } finally {
+          await stop();
+        }
+        // Released by its holder; nothing else is left in the directory.
+        expect(readdirSync(dir.path)).toEqual([]);
+      } finally {
+        dir.remove();
+      }
+    }
+  }, 30_000);
+});
+
