@@ -126,6 +126,8 @@ describe("projects", () => {
 
     // A domain another project holds is a conflict; removing it frees it.
     await expectError(await t.api("PATCH", "/v1/project", { customDomain: "auth.acme.test" }), 409, "conflict", "auth.acme.test");
+    // On another port it is the same domain.
+    await expectError(await t.api("PATCH", "/v1/project", { customDomain: "auth.acme.test:8443" }), 409, "conflict", "auth.acme.test");
     // null is never a valid value: it is refused and changes nothing; "" removes the domain.
     await expectError(await asAcme("PATCH", "/v1/project", { customDomain: null }), 400, "invalid_request", "customDomain");
     expect(await json<ProjectBody>(await asAcme("GET", "/v1/project"))).toMatchObject({ customDomain: "auth.acme.test" });

@@ -103,7 +103,16 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
       // Taking another project's domain or slug is a conflict and changes nothing.
       expect(await storeErrorKind(store.updateProject(B, (p) => ({ ...p, customDomain: "auth.acme.test" })))).toBe("conflict");
       expect(await storeErrorKind(store.updateProject(B, (p) => ({ ...p, slug: "acme" })))).toBe("conflict");
+      // A domain is one project's on every port.
+      expect(await storeErrorKind(store.updateProject(B, (p) => ({ ...p, customDomain: "auth.acme.test:8443" })))).toBe("conflict");
+      expect(await storeErrorKind(store.createProject({ id: C, name: "c", slug: "gamma", customDomain: "auth.acme.test:8443", createdAt: T0 }))).toBe("already_exists");
       expect((await store.getProject(B))?.customDomain).toBeUndefined();
+      // A longer name that starts alike is another domain; the holder itself may change its port.
+      await store.updateProject(B, (p) => ({ ...p, customDomain: "auth.acme.testing:8443" }));
+      await store.updateProject(A, (p) => ({ ...p, customDomain: "auth.acme.test:8443" }));
+      expect(await storeErrorKind(store.updateProject(B, (p) => ({ ...p, customDomain: "auth.acme.test" })))).toBe("conflict");
+      await store.updateProject(A, (p) => ({ ...p, customDomain: "auth.acme.test" }));
+      await store.updateProject(B, ({ customDomain: _, ...rest }) => rest);
 
       // A released domain is free for another project at once.
       const moved = await store.updateProject(A, (p) => ({ ...p, customDomain: "tokens.acme.test", name: "renamed", updatedAt: T0 + 5 }));

@@ -275,6 +275,9 @@ export interface ExpiringEntry {
   expiresAt: number;
 }
 
+/** A custom domain's name without its port. */
+const domainName = (domain: string) => domain.replace(/:\d+$/, "");
+
 export class LmdbStore implements Store {
   readonly description: string;
   #db: RootDatabase<unknown, string>;
@@ -542,6 +545,17 @@ export class LmdbStore implements Store {
       if (wanted !== undefined) {
         const owner = this.#get<string>(indexKey(wanted));
         if (owner !== undefined && owner !== next.id) throw new StoreError(clash, `the ${what} '${wanted}' belongs to another project`);
+      }
+    }
+    // A domain is one project's on every port: its name on another port is taken too.
+    if (next.customDomain !== undefined && next.customDomain !== previous?.customDomain) {
+      const name = domainName(next.customDomain);
+      const prefix = key.projectDomain(name);
+      for (const { key: k, value: owner } of this.#db.getRange({ start: prefix, end: rangeEnd(prefix) })) {
+        const domain = (k as string).slice(key.projectDomain("").length);
+        if (owner !== next.id && domainName(domain) === name) {
+          throw new StoreError(clash, `the custom domain '${next.customDomain}' belongs to another project, as '${domain}'`);
+        }
       }
     }
     for (const [indexKey, wanted, held] of names) {
