@@ -15,7 +15,7 @@ import { keysCommand } from "./keys.ts";
 import { noProject, projectCreateInput, projectsCommand } from "./projects.ts";
 import type { Output } from "./output.ts";
 import { restoreCommand } from "./restore.ts";
-import { checkListeners, serve, serveWorker } from "./serve.ts";
+import { checkListeners, claimPort, serve, serveWorker } from "./serve.ts";
 import { stopSignal } from "./stop-signal.ts";
 import { lockDataDir } from "./serve-lock.ts";
 import { servePrimary } from "./serve-primary.ts";
@@ -76,14 +76,19 @@ async function run(args: ParsedArgs): Promise<number> {
   if (command === "serve" && worker === undefined) {
     // A server that cannot listen, or whose data another server holds, stops before it opens
     // (let alone initialises or changes) the data.
-    await checkListeners(config);
-    const lock = lockDataDir(config.dataDir);
+    const port = claimPort(config.host, config.port);
     try {
-      if (config.workers > 1) return await servePrimary(config, logger, systemClock);
-      const ctx = await openContext(config, logger, systemClock, { cache: true, announceSigners: false, libcrypto: "deferred" });
-      return await thenClose(ctx.store, () => serve(ctx));
+      await checkListeners(config);
+      const lock = lockDataDir(config.dataDir);
+      try {
+        if (config.workers > 1) return await servePrimary(config, logger, systemClock);
+        const ctx = await openContext(config, logger, systemClock, { cache: true, announceSigners: false, libcrypto: "deferred" });
+        return await thenClose(ctx.store, () => serve(ctx));
+      } finally {
+        lock.release();
+      }
     } finally {
-      lock.release();
+      port?.release();
     }
   }
   // What can be checked without the data is checked before the data directory is opened.

@@ -115,6 +115,25 @@ export async function checkListeners(config: Pick<Config, "host" | "port" | "met
   if (config.metricsPort !== undefined) await probeListener("metrics", config.metricsHost, config.metricsPort);
 }
 
+/**
+ * Claims `host:port` among the tokenmint servers of this machine for as long as this process runs:
+ * a Linux abstract socket named after them, which the kernel frees when the process ends, however
+ * it ends. Workers bind with SO_REUSEPORT, which shares a port with another server's workers
+ * instead of failing; of two servers started in the same instant both pass the plain bind of
+ * `probeListener`, but only one makes this claim. Undefined where it cannot be made (not Linux, a
+ * sandbox without Unix sockets): the plain bind's check stands alone there.
+ */
+export function claimPort(host: string, port: number): { release: () => void } | undefined {
+  if (process.platform !== "linux") return undefined;
+  try {
+    const claim = Bun.listen({ unix: `\0tokenmint-listen-${host.toLowerCase()}:${port}`, socket: { open: (socket) => void socket.end(), data: () => {} } });
+    return { release: () => claim.stop(true) };
+  } catch (error) {
+    if ((error as { code?: string }).code === "EADDRINUSE") throw new StartupError(`${host}:${port} is already in use by another tokenmint server`);
+    return undefined;
+  }
+}
+
 /** Binds `host:port` plainly (no SO_REUSEPORT) and closes it: throws, as `listen` does, when it cannot. */
 export async function probeListener(which: "api" | "metrics", host: string, port: number): Promise<void> {
   await listen(which, host, port, { fetch: () => new Response(null, { status: 503 }), development: false }).stop(true);

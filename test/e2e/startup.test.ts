@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { claimPort } from "../../src/cli/serve.ts";
 import { api, cleanup, freePort, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
 
 afterEach(cleanup);
@@ -124,6 +125,33 @@ describe("bad settings stop start-up with one line that names the problem", () =
       }
     }
   }, 30_000);
+
+  test("a port another tokenmint server has claimed is in use, even before its workers bind it", async () => {
+    // Two servers started in the same instant both find the port free; the claim decides.
+    const port = await freePort();
+    const claim = claimPort("127.0.0.1", port);
+    expect(claim).toBeDefined();
+    try {
+      expect(() => claimPort("127.0.0.1", port)).toThrow(`127.0.0.1:${port} is already in use by another tokenmint server`);
+      for (const workers of ["1", "2"]) {
+        const dataDir = tempDataDir();
+        const result = await serveWith({ TOKENMINT_PORT: String(port), TOKENMINT_WORKERS: workers, TOKENMINT_MASTER_KEY: newMasterKey() }, dataDir);
+        expect({ workers, line: refusal(result), files: readdirSync(dataDir) }).toEqual({
+          workers,
+          line: `tokenmint: 127.0.0.1:${port} is already in use by another tokenmint server`,
+          files: [],
+        });
+      }
+    } finally {
+      claim?.release();
+    }
+    // Released, it can be claimed again; a running server holds the claim of its port until it stops.
+    claimPort("127.0.0.1", port)?.release();
+    const server = await startServer({ settings: { TOKENMINT_WORKERS: "2" } });
+    expect(() => claimPort("127.0.0.1", server.port)).toThrow(`127.0.0.1:${server.port} is already in use by another tokenmint server`);
+    expect(await server.proc.stop()).toBe(0);
+    claimPort("127.0.0.1", server.port)?.release();
+  }, 20_000);
 
   test("a port held by another server's workers (SO_REUSEPORT) is in use too: never shared", async () => {
     // As another tokenmint's workers hold it.
