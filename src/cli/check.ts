@@ -6,7 +6,7 @@
  * It writes nothing: no master key is generated, no data file is created. `inspectData` and
  * `openExistingData` are shared with `backup` and `restore`.
  */
-import { statSync } from "node:fs";
+import { accessSync, constants, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import type { Clock } from "../context.ts";
@@ -20,11 +20,11 @@ import { jwksMaxAge, keysByState, scheduledRotationAt } from "../keys/lifecycle.
 import { MasterKeyError, resolveMasterKey } from "../keys/master-key.ts";
 import { importMasterKey, privateKeyAad, unseal, verifyMasterKeyCheck } from "../keys/sealing.ts";
 import { checkProjectHosts, DATA_FORMAT, StartupError } from "../startup.ts";
-import { LMDB_FILE, openLmdbFileReadOnly, type LmdbStore } from "../store/lmdb/lmdb-store.ts";
+import { dataFilesProblem, LMDB_FILE, openLmdbFileReadOnly, type LmdbStore } from "../store/lmdb/lmdb-store.ts";
 import type { KeySetRecord, Store } from "../store/store.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
 import { iso, type Output } from "./output.ts";
-import { liveServer } from "./serve-lock.ts";
+import { liveServer, SERVE_LOCK_FILE } from "./serve-lock.ts";
 
 /** What `inspectData` found. */
 export interface DataReport {
@@ -88,6 +88,17 @@ export async function inspectData(store: Store, config: Config, where: string): 
   return { format, projectId, project, keySet, masterKey: { origin: source.origin, opened, ...(source.looseMode === undefined ? {} : { looseMode: source.looseMode }) } };
 }
 
+/** Why a server of this user could not write in `dataDir` (its serve.pid, data file or LMDB lock file), or undefined. */
+function serverAccessProblem(dataDir: string): string | undefined {
+  try {
+    accessSync(dataDir, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    const { code } = error as NodeJS.ErrnoException;
+    return code === "EROFS" ? `${dataDir} is on a read-only file system` : `${dataDir} cannot be written by this user (the server writes ${SERVE_LOCK_FILE} there)`;
+  }
+  return dataFilesProblem(dataDir);
+}
+
 export async function checkCommand(config: Config, args: ParsedArgs, io: Output, clock: Clock): Promise<void> {
   if (args.words.length > 1) throw new UsageError("usage: tokenmint check [--json]");
   // What serve would refuse when it opens its log files, found without creating them.
@@ -95,6 +106,12 @@ export async function checkCommand(config: Config, args: ParsedArgs, io: Output,
   if (logProblem !== undefined) throw logFileError(config.logFile as string, logProblem);
   const { dataDir } = config;
   const store = openExistingData(dataDir);
+  // What serve needs beyond reading: to write its lock, the data and LMDB's reader table.
+  const access = serverAccessProblem(dataDir);
+  if (access !== undefined) {
+    await store.close();
+    throw new StartupError(`cannot open the data directory ${dataDir}: ${access}`);
+  }
   let report: DataReport;
   try {
     report = await inspectData(store, config, dataDir);

@@ -16,7 +16,7 @@
  * `backup` copies the environment from one read snapshot; `openLmdbFileReadOnly` reads a data
  * file or a backup without changing it.
  */
-import { chmodSync, closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, statSync, statfsSync, writeSync } from "node:fs";
+import { accessSync, chmodSync, closeSync, constants, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, statSync, statfsSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
 import {
@@ -202,12 +202,34 @@ function needSpareFor(path: string): void {
 }
 
 /**
+ * Why this user could not open the data of `dataDir` for writing, or undefined: its data file or
+ * LMDB's lock file (the reader table, which readers write too) exists but cannot be both read and
+ * written here, as when a command run once as root left a lock file of its own. lmdb, given
+ * such a lock file, crashes the process rather than failing.
+ */
+export function dataFilesProblem(dataDir: string): string | undefined {
+  for (const file of [join(dataDir, LMDB_FILE), join(dataDir, `${LMDB_FILE}-lock`)]) {
+    try {
+      accessSync(file, constants.R_OK | constants.W_OK);
+    } catch (error) {
+      const { code } = error as NodeJS.ErrnoException;
+      if (code === "ENOENT") continue;
+      if (code === "EACCES" || code === "EPERM") return `${file} cannot be read and written by this user (give it to the service's user)`;
+      return `${file} cannot be written: ${code === "EROFS" ? "the file system is read-only" : (error as Error).message}`;
+    }
+  }
+  return undefined;
+}
+
+/**
  * Opens (creating if needed) the LMDB store in `dataDir`. An existing data file is checked first
  * (lmdb-file.ts lmdbFileProblem): a damaged one is `unavailable`, never a crash of the process.
  */
 export function openLmdbStore(dataDir: string): LmdbStore {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, LMDB_FILE);
+  const access = dataFilesProblem(dataDir);
+  if (access !== undefined) throw new StoreError("unavailable", access);
   if (existsSync(path) && statSync(path).size > 0) {
     const problem = lmdbFileProblem(path);
     if (problem !== undefined) throw new StoreError("unavailable", `${path} ${problem}`);
