@@ -136,6 +136,9 @@ function looseMode(path: string): number | undefined {
 function readKeyFile(path: string): Uint8Array<ArrayBuffer> {
   let text: string;
   try {
+    // Only a file: reading a named pipe would wait for a writer, and start-up with it.
+    const stats = statSync(path);
+    if (!stats.isFile()) throw new Error(`it is ${stats.isDirectory() ? "a directory" : stats.isFIFO() ? "a named pipe" : "not a regular file"}`);
     text = readFileSync(path, "utf8");
   } catch (error) {
     throw new MasterKeyError(`cannot read the master key file ${path}: ${(error as Error).message}`);

@@ -149,6 +149,21 @@ describe("resolveMasterKey: generation", () => {
   });
 });
 
+describe("resolveMasterKey: what is not a file", () => {
+  test("a named pipe or a directory given as the key file is refused at once: start-up never waits on it", () => {
+    const fifo = join(root.path, "pipe.key");
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+    // A writer that holds the pipe open for a while: reading it would wait that long, then find nothing.
+    const writer = Bun.spawn(["sh", "-c", `exec 3<>'${fifo}'; sleep 5`]);
+    try {
+      expect(masterKeyError(() => resolveMasterKey(config({ file: fifo }), true))).toBe(`cannot read the master key file ${fifo}: it is a named pipe`);
+    } finally {
+      writer.kill();
+    }
+    expect(masterKeyError(() => resolveMasterKey(config({ file: dataDir }), true))).toBe(`cannot read the master key file ${dataDir}: it is a directory`);
+  });
+});
+
 describe("resolveMasterKey: key file modes", () => {
   test("a file others may read, or others or its group may change, is reported with its mode; owner-only and group-readable files are not", () => {
     for (const [mode, loose] of [
