@@ -28,21 +28,24 @@ import type { ApiKeyRecord, ClientRecord, KeySetRecord, Page, PageRequest, Signi
 import { UsageError, type ParsedArgs } from "./args.ts";
 import { inspectData } from "./check.ts";
 import type { Output } from "./output.ts";
-import { liveServer } from "./serve-lock.ts";
+import { acquireServeLock, lockHolder, type LockHolder } from "./serve-lock.ts";
 
-/** Refuses while a server holds `dataDir`. */
-function ensureNoServer(dataDir: string): void {
-  const pid = liveServer(dataDir);
-  if (pid !== undefined) {
-    throw new AppError("conflict", `a tokenmint server (pid ${pid}) is serving ${dataDir}; stop it before restoring (nothing was changed)`);
-  }
+/** The refusal of a restore while `holder` holds `dataDir`. */
+function heldRefusal(dataDir: string, { pid, command }: LockHolder): AppError {
+  return new AppError(
+    "conflict",
+    command === "restore"
+      ? `another tokenmint restore (pid ${pid}) is replacing the data in ${dataDir}; let it finish (nothing was changed)`
+      : `a tokenmint server (pid ${pid}) is serving ${dataDir}; stop it before restoring (nothing was changed)`,
+  );
 }
 
 export async function restoreCommand(config: Config, args: ParsedArgs, io: Output, clock: Clock): Promise<void> {
   const [, file, extra] = args.words;
   if (file === undefined || file.trim() === "" || extra !== undefined) throw new UsageError("usage: tokenmint restore FILE [--json]");
   const { dataDir } = config;
-  ensureNoServer(dataDir);
+  const holder = lockHolder(dataDir);
+  if (holder !== undefined) throw heldRefusal(dataDir, holder);
   if (!existsSync(file) || !statSync(file).isFile()) throw new AppError("not_found", `the backup ${file} does not exist or is not a file`);
   const problem = lmdbFileProblem(file);
   if (problem !== undefined) throw new AppError("invalid_request", `${file} is not a tokenmint backup: it ${problem}`);
@@ -50,6 +53,12 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
   if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) throw new AppError("invalid_request", `the data directory ${dataDir} is not a directory (nothing was changed)`);
   const createdDir = !existsSync(dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  // Held until the data is replaced: no server starts on the directory meanwhile.
+  const lock = acquireServeLock(dataDir);
+  if ("heldBy" in lock) {
+    if (createdDir) rmdirSync(dataDir);
+    throw heldRefusal(dataDir, lock.heldBy);
+  }
   const staged = join(dataDir, `.${LMDB_FILE}.restore-${process.pid}`);
   const target = join(dataDir, LMDB_FILE);
   let kept: Kept;
@@ -66,7 +75,6 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
     kept = await keepFromReplaced(staged, await readReplaced(target, config, clock.now()), clock.now());
     rmSync(`${staged}-lock`, { force: true });
     fsyncPath(staged);
-    ensureNoServer(dataDir);
     // The old data's last announced change (store/lmdb): the restored counter may be behind it, and
     // a server would take the commit that reaches it again for one it has already seen. Removed
     // before the rename, so no crash leaves it beside the restored data (the old data needs none).
@@ -77,6 +85,7 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
   } catch (error) {
     rmSync(staged, { force: true });
     rmSync(`${staged}-lock`, { force: true });
+    lock.release();
     if (createdDir) {
       try {
         rmdirSync(dataDir);
@@ -86,6 +95,7 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
     }
     throw error;
   }
+  lock.release();
   const bytes = statSync(target).size;
   if (args.switches.has("--json")) {
     io.out(JSON.stringify({ file, dataFile: target, bytes, kept: { signingKeys: kept.signingKeys, revocations: kept.revocations }, ...(kept.unread === undefined ? {} : { replacedUnread: kept.unread }) }));

@@ -3,8 +3,9 @@
  * One `serve` per data directory: the server writes `<data-dir>/serve.pid` while it runs, from
  * before it opens the data, and only where no file is (acquireServeLock), so of two servers
  * started together one serves. A second `serve` and `restore` refuse while that process is alive;
- * a file left by a killed server is recognized as stale (its pid is gone, or is no longer a
- * tokenmint server) and replaced. The file also names the directory it was written in (device
+ * `restore` holds the file too while it replaces the data, so no server starts on it meanwhile.
+ * A file left by a killed process is recognized as stale (its pid is gone, or is no longer a
+ * tokenmint server or restore) and replaced. The file also names the directory it was written in (device
  * and inode): a copy of the directory, file and all, is not held by the server of the original.
  */
 import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
@@ -32,18 +33,29 @@ const SYSTEM: ProcessProbe = {
 };
 
 /**
- * The pid of a live server holding `dataDir`, or undefined. The pid in the file counts only if
- * that process is alive and, where /proc tells, still a `serve`: a killed server's pid reused by
+ * The pid of a live server (or restore) holding `dataDir`, or undefined. The pid in the file counts only if
+ * that process is alive and, where /proc tells, still a `serve` or `restore`: a killed server's pid reused by
  * another program is not a holder. A process of another user that /proc hides (systemd's
  * `ProtectProc=invisible`, `hidepid`) is not one either: the data directory's own user, whom a
  * server of it runs as, can always see its own processes.
  */
 export function liveServer(dataDir: string, probe: ProcessProbe = SYSTEM): number | undefined {
+  return holderIn(join(dataDir, SERVE_LOCK_FILE), dataDir, probe)?.pid;
+}
+
+/** The live process holding a data directory's lock, and its command: a server, or a restore replacing the data. */
+export interface LockHolder {
+  pid: number;
+  command: "serve" | "restore";
+}
+
+/** The live process holding `dataDir` (see liveServer), with its command, or undefined. */
+export function lockHolder(dataDir: string, probe: ProcessProbe = SYSTEM): LockHolder | undefined {
   return holderIn(join(dataDir, SERVE_LOCK_FILE), dataDir, probe);
 }
 
-/** The live server named by `file`, a lock file of `dataDir` (see liveServer), or undefined. */
-function holderIn(file: string, dataDir: string, probe: ProcessProbe): number | undefined {
+/** The live holder named by `file`, a lock file of `dataDir` (see liveServer), or undefined. */
+function holderIn(file: string, dataDir: string, probe: ProcessProbe): LockHolder | undefined {
   let pid: number;
   let written: string | undefined;
   try {
@@ -67,10 +79,11 @@ function holderIn(file: string, dataDir: string, probe: ProcessProbe): number | 
     cmdline = probe.cmdline(pid);
   } catch {
     // Hidden from us: another user's process. No /proc at all (not Linux): trust the liveness check.
-    return probe.hasProc() ? undefined : pid;
+    return probe.hasProc() ? undefined : { pid, command: "serve" };
   }
-  // A reused pid of some unrelated program is not a server.
-  return cmdline.split("\0").includes("serve") ? pid : undefined;
+  // A reused pid of some unrelated program is not a holder.
+  const words = cmdline.split("\0");
+  return words.includes("serve") ? { pid, command: "serve" } : words.includes("restore") ? { pid, command: "restore" } : undefined;
 }
 
 /** The device and inode of `dir`, which a copy of it does not share. */
@@ -106,13 +119,13 @@ function place(from: string, to: string): void {
 }
 
 /**
- * Takes the lock for this process or returns the pid of the live holder. The file is written
+ * Takes the lock for this process or returns the live holder. The file is written
  * beside its place and linked there, which fails when a file is there already: two servers
  * starting together cannot both take it, and no one reads it half written. A stale file is set
  * aside (a rename, which only one process can make of it) and checked once more, since another
  * server may have replaced it since it was read: a live server's is put back.
  */
-export function acquireServeLock(dataDir: string, probe: ProcessProbe = SYSTEM): { release: () => void } | { heldBy: number } {
+export function acquireServeLock(dataDir: string, probe: ProcessProbe = SYSTEM): { release: () => void } | { heldBy: LockHolder } {
   const path = join(dataDir, SERVE_LOCK_FILE);
   const mine = `${path}.${process.pid}`;
   const aside = `${path}.${process.pid}.stale`;
@@ -130,7 +143,7 @@ export function acquireServeLock(dataDir: string, probe: ProcessProbe = SYSTEM):
       } catch (error) {
         if (errorCode(error) !== "EEXIST") throw cannot("write", error);
       }
-      const holder = liveServer(dataDir, probe);
+      const holder = holderIn(path, dataDir, probe);
       if (holder !== undefined) return { heldBy: holder };
       if (attempt === TAKE_ATTEMPTS) throw new StartupError(`cannot take ${path}: other processes keep replacing it`);
       try {
@@ -178,6 +191,9 @@ export function lockDataDir(dataDir: string): { release: () => void } {
     throw new StartupError(`cannot open the data directory ${dataDir}: ${(error as Error).message}`);
   }
   const lock = acquireServeLock(dataDir);
-  if ("heldBy" in lock) throw new StartupError(`another tokenmint server (pid ${lock.heldBy}) is serving the data directory ${dataDir}`);
+  if ("heldBy" in lock) {
+    const { pid, command } = lock.heldBy;
+    throw new StartupError(command === "restore" ? `tokenmint restore (pid ${pid}) is replacing the data in ${dataDir}` : `another tokenmint server (pid ${pid}) is serving the data directory ${dataDir}`);
+  }
   return lock;
 }

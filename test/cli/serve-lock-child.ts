@@ -1,9 +1,9 @@
 /**
- * A child process for serve-lock.test.ts: a server taking the lock of a data directory. Prints
- * `ready`, takes the lock when a line arrives on stdin, prints `held` or `refused PID`, and
- * releases it and exits when stdin ends. The `serve` in its command line makes it count as a
- * server to the others.
- * Usage: bun serve-lock-child.ts DATA_DIR serve
+ * A child process for serve-lock.test.ts: a server (or a restore) taking the lock of a data
+ * directory. Prints `ready`, takes the lock when a line arrives on stdin, prints `held` or
+ * `refused PID`, and releases it and exits when stdin ends. The `serve` (or `restore`) in its
+ * command line makes it count as one to the others.
+ * Usage: bun serve-lock-child.ts DATA_DIR serve|restore
  */
 import { acquireServeLock } from "../../src/cli/serve-lock.ts";
 
@@ -15,7 +15,7 @@ const lines = (async function* () {
 process.stdout.write("ready\n");
 await lines.next();
 const lock = acquireServeLock(dataDir);
-process.stdout.write("heldBy" in lock ? `refused ${lock.heldBy}\n` : "held\n");
+process.stdout.write("heldBy" in lock ? `refused ${lock.heldBy.pid}\n` : "held\n");
 while (!(await lines.next()).done);
 if ("release" in lock) lock.release();
 process.exit(0);

@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { acquireServeLock, liveServer, type ProcessProbe, SERVE_LOCK_FILE } from "../../src/cli/serve-lock.ts";
+import { acquireServeLock, liveServer, lockDataDir, lockHolder, type ProcessProbe, SERVE_LOCK_FILE } from "../../src/cli/serve-lock.ts";
 import { tempDir } from "../helpers/app.ts";
 
 const PID = 424242;
@@ -98,9 +98,9 @@ describe("liveServer", () => {
 
 describe("acquireServeLock", () => {
   /** Starts `count` servers taking the lock of `dataDir` in the same instant; returns what each printed, and a function that stops them. */
-  async function startTogether(dataDir: string, count: number): Promise<{ results: string[]; stop: () => Promise<void> }> {
+  async function startTogether(dataDir: string, count: number, command = "serve"): Promise<{ results: string[]; pids: number[]; stop: () => Promise<void> }> {
     const procs = Array.from({ length: count }, () =>
-      Bun.spawn([process.execPath, join(import.meta.dir, "serve-lock-child.ts"), dataDir, "serve"], { stdin: "pipe", stdout: "pipe", stderr: "inherit" }),
+      Bun.spawn([process.execPath, join(import.meta.dir, "serve-lock-child.ts"), dataDir, command], { stdin: "pipe", stdout: "pipe", stderr: "inherit" }),
     );
     const readers = procs.map((proc) => proc.stdout.getReader());
     const decoder = new TextDecoder();
@@ -121,7 +121,7 @@ describe("acquireServeLock", () => {
       for (const proc of procs) await proc.stdin.end();
       await Promise.all(procs.map((proc) => proc.exited));
     };
-    return { results, stop };
+    return { results, pids: procs.map((proc) => proc.pid), stop };
   }
 
   test("of servers started in the same instant, exactly one takes the lock, on a new directory and over a stale file", async () => {
@@ -146,5 +146,24 @@ describe("acquireServeLock", () => {
       }
     }
   }, 30_000);
-});
 
+  test("a restore holding the directory keeps servers off it, and is named as a restore", async () => {
+    const dir = tempDir("tokenmint-serve-lock-");
+    try {
+      const { results, pids, stop } = await startTogether(dir.path, 1, "restore");
+      try {
+        expect(results).toEqual(["held"]);
+        expect(lockHolder(dir.path)).toEqual({ pid: pids[0], command: "restore" });
+        expect(liveServer(dir.path)).toBe(pids[0] as number);
+        expect(() => lockDataDir(dir.path)).toThrow(`tokenmint restore (pid ${pids[0]}) is replacing the data in ${dir.path}`);
+      } finally {
+        await stop();
+      }
+      const lock = lockDataDir(dir.path);
+      expect(lockHolder(dir.path)).toBeUndefined();
+      lock.release();
+    } finally {
+      dir.remove();
+    }
+  });
+});
