@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decodeJwt } from "jose";
 import type { SigningAlg } from "../../src/config/schema.ts";
+import { createProject } from "../../src/core/projects.ts";
 import { AppError } from "../../src/errors.ts";
 import { buildTestApp, createProviderAndClient, type TestApp } from "../helpers/app.ts";
 import { json, mediaType } from "./support.ts";
@@ -119,6 +120,39 @@ for (const alg of ["RS256", "ES256", "EdDSA"] as const) {
     });
   });
 }
+
+describe("an issuer with a path (a proxy's prefix in the public URL)", () => {
+  test("its RFC 8414 metadata is also at the well-known path with the issuer's path after it; not for a host of another issuer", async () => {
+    const t = await buildTestApp({ publicUrl: "https://x.example.test/auth/" });
+    try {
+      const record = await createProject(t.ctx.store, { slug: "acme", name: "Acme" }, t.ctx.config, t.clock.now());
+      await t.ctx.keys.tick();
+      const inserted = await t.request("GET", "/.well-known/oauth-authorization-server/auth");
+      const plain = await t.request("GET", "/.well-known/oauth-authorization-server");
+      expect(inserted.status).toBe(200);
+      expect(Object.fromEntries(inserted.headers)).toEqual(Object.fromEntries(plain.headers));
+      const text = await inserted.text();
+      expect(text).toBe(await plain.text());
+      expect((JSON.parse(text) as { issuer: string }).issuer).toBe("https://x.example.test/auth");
+      // A project's own host has an issuer without that path.
+      const other = await t.request("GET", "/.well-known/oauth-authorization-server/auth", undefined, { host: `${record.slug}.x.example.test` });
+      expect({ status: other.status, body: await other.json() }).toEqual({ status: 404, body: { code: "not_found", message: expect.any(String) } });
+      // Another path after the well-known one is no document.
+      expect((await t.request("GET", "/.well-known/oauth-authorization-server/other")).status).toBe(404);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test("without a path in the public URL there is no such location", async () => {
+    const t = await buildTestApp({ publicUrl: "https://x.example.test" });
+    try {
+      expect((await t.request("GET", "/.well-known/oauth-authorization-server/auth")).status).toBe(404);
+    } finally {
+      await t.close();
+    }
+  });
+});
 
 describe("JWKS caching and lifecycle", () => {
   let t: TestApp;

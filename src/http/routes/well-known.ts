@@ -11,6 +11,7 @@ import { ASSERTION_ALGS } from "../../core/oauth/client-assertion.ts";
 import { CLIENT_AUTH_METHODS } from "../../core/oauth/client-auth.ts";
 import { GRANT_TYPES } from "../../core/oauth/client-credentials.ts";
 import type { AppContext } from "../../context.ts";
+import { AppError } from "../../errors.ts";
 import type { HostMatch } from "../../core/project-directory.ts";
 import type { KeyRing } from "../../keys/key-ring.ts";
 import type { Static } from "@sinclair/typebox";
@@ -148,5 +149,22 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     jwksRoute("/.well-known/jwks", "getJwks"),
     jwksRoute("/.well-known/jwks.json", "getJwksJson"),
   ];
+  // RFC 8414 §3.1: an issuer with a path (a proxy's prefix in TOKENMINT_PUBLIC_URL) has its
+  // metadata at the well-known path with the issuer's path after it; only that issuer's host has it.
+  const issuerPath = new URL(ctx.config.publicUrl).pathname.replace(/\/$/, "");
+  if (issuerPath !== "") {
+    const metadata = discoveryRoute(`/.well-known/oauth-authorization-server${issuerPath}`, "getOAuthAuthorizationServerMetadataAtIssuerPath", "The same metadata where RFC 8414 clients look for an issuer with a path");
+    const answer = metadata.handler;
+    served.push({
+      ...metadata,
+      direct: false,
+      errors: [404],
+      handler: (input) => {
+        const { url } = ctx.projects.resolveHost(requestHost(input.request));
+        if (new URL(url).pathname.replace(/\/$/, "") !== issuerPath) throw new AppError("not_found", "No issuer of this host has this path.");
+        return answer(input);
+      },
+    });
+  }
   return [...served, ...served.map(preflightRoute)];
 }
