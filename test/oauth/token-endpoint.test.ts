@@ -146,6 +146,20 @@ describe("token endpoint: client credentials", () => {
     }
   });
 
+  test("a resource that is not an absolute URI without a fragment is invalid_target (RFC 8707), even where it is the audience; audience takes any text", async () => {
+    for (const audience of ["billing service", "https://api.example.test/#part"]) {
+      const other = await createProviderAndClient(t, audience);
+      const { secret: otherSecret } = await createSecret(t, other.providerId, other.clientId);
+      const auth = { authorization: basic(other.clientId, otherSecret) };
+      await expectOAuthError(await tokenRequest(t, { ...GRANT, resource: audience }, auth), 400, "invalid_target", "absolute URI");
+      expect(decodeJwt((await answer(await tokenRequest(t, { ...GRANT, audience }, auth))).access_token).aud).toBe(audience);
+    }
+    // A URN is an absolute URI.
+    const urn = await createProviderAndClient(t, "urn:billing");
+    const { secret: urnSecret } = await createSecret(t, urn.providerId, urn.clientId);
+    await answer(await tokenRequest(t, { ...GRANT, resource: "urn:billing" }, { authorization: basic(urn.clientId, urnSecret) }));
+  });
+
   test("unrecognised parameters are ignored, and a charset on the content type is accepted", async () => {
     await answer(await viaBasic({ ...GRANT, foo: "bar" }));
     const res = await t.request("POST", "/oauth/token", "grant_type=client_credentials&foo=1&foo=2&__proto__=x&constructor=y", {

@@ -47,6 +47,11 @@ export async function clientCredentialsToken(
   if (params.grant_type !== "client_credentials") {
     throw new OAuthError("unsupported_grant_type", "This grant_type is not supported; use grant_type=client_credentials.");
   }
+  // RFC 8707 §2: a resource is an absolute URI without a fragment (an audience may be any text).
+  const resources = params.resource === undefined ? [] : typeof params.resource === "string" ? [params.resource] : params.resource;
+  if (resources.some((value) => !URL.canParse(value) || value.includes("#"))) {
+    throw new OAuthError("invalid_target", "A resource parameter must be an absolute URI without a fragment (RFC 8707); for an audience of other text, use the audience parameter.");
+  }
   for (const name of ["audience", "resource"] as const) {
     const asked = params[name];
     if (asked !== undefined && (typeof asked === "string" ? asked !== client.audience : asked.some((value) => value !== client.audience))) {
