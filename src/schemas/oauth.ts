@@ -26,7 +26,7 @@ export const OAuthTokenRequest = Type.Object(
     audience: Type.Optional(
       repeatable("Optional, and may be repeated (RFC 8693). Each value must equal the client's audience; the token's `aud` is always the client's audience."),
     ),
-    resource: Type.Optional(repeatable("Optional, and may be repeated (RFC 8707). Each value must equal the client's audience, as with `audience`.")),
+    resource: Type.Optional(repeatable("Optional, and may be repeated (RFC 8707). Each value must be an absolute URI without a fragment and equal the client's audience.")),
     scope: Type.Optional(param("Not supported: tokens carry no scope. A request with a scope is refused with `invalid_scope`.")),
   },
   { additionalProperties: true },
