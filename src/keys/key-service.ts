@@ -366,26 +366,31 @@ export class KeyService {
       // A next key of another algorithm, or one the clock has not reached (it went back), is
       // replaced by one made now; the second case also counts rotations from now.
       const aheadMs = aheadOfClock(set, now);
+      const newAlg = keysByState(set).next.alg !== policy.signingAlg;
       // The records are dated once the new key is made, not when the pass began: making an RSA key
       // on a busy machine can take seconds, and until the swap the old key still signs and the new
       // one is not yet published.
-      if (keysByState(set).next.alg !== policy.signingAlg || aheadMs > 0) {
+      const due = aheadMs > 0 ? undefined : scheduledRotationAt(set, policy.rotationPeriod, maxAge);
+      if (due !== undefined && now >= due) {
+        // A rotation due is made with the next key published, whatever its algorithm (an algorithm
+        // changed while the server was down): the new next key is of the new one.
+        pending ??= this.#generate(projectId, "next");
+        const key = await pending;
+        const at = this.#o.now();
+        const rotated = rotateKeySet(set, { ...key, createdAt: at }, at, maxAge);
+        if (!("readyAt" in rotated)) {
+          outcome = "rotated";
+          return pruneKeySet(rotated, at) ?? rotated;
+        }
+        if (!newAlg) return recorded;
+      }
+      if (newAlg || aheadMs > 0) {
         pending ??= this.#generate(projectId, "next");
         const key = await pending;
         if (key.alg !== policy.signingAlg) return recorded; // the policy changed meanwhile; the next tick retries
         const at = this.#o.now();
         outcome = aheadMs > 0 ? { aheadMs } : "replaced";
         return aheadMs > 0 ? rebaseKeySet(set, key, at) : replaceNextKey(set, { ...key, createdAt: at });
-      }
-      const due = scheduledRotationAt(set, policy.rotationPeriod, maxAge);
-      if (due !== undefined && now >= due) {
-        pending ??= this.#generate(projectId, "next");
-        const key = await pending;
-        const at = this.#o.now();
-        const rotated = rotateKeySet(set, { ...key, createdAt: at }, at, maxAge);
-        if ("readyAt" in rotated) return recorded;
-        outcome = "rotated";
-        return pruneKeySet(rotated, at) ?? rotated;
       }
       const pruned = pruneKeySet(set, now);
       outcome = { removed: pruned === undefined ? 0 : set.keys.length - pruned.keys.length };

@@ -667,6 +667,28 @@ describe("KeyService across restarts and processes", () => {
     expect((await storedSet(second)).version).toBe(after.version);
   });
 
+  test("restarted with a new algorithm after a missed rotation: the rotation is made at once with the published next key, and the new algorithm's key is the next", async () => {
+    const dataDir = sharedDir();
+    const clock = new FakeClock();
+    const first = await app({ dataDir, clock, alg: "ES256" });
+    const before = await storedSet(first);
+    await closeApp(first);
+    clock.advance(3 * PERIOD_S);
+    const second = await app({ dataDir, masterKey: first.masterKey, clock, alg: "EdDSA" });
+    try {
+      await second.ctx.keys.tick();
+      const after = await storedSet(second);
+      const byState = (state: string) => after.keys.filter((k) => k.state === state);
+      expect(after.rotatedAt).toBe(clock.now());
+      expect(byState("current").map((k) => [k.kid, k.alg])).toEqual([[before.keys.find((k) => k.state === "next")!.kid, "ES256"]]);
+      expect(byState("retired").map((k) => k.kid)).toEqual([before.keys.find((k) => k.state === "current")!.kid]);
+      expect(byState("next").map((k) => [k.alg, k.createdAt])).toEqual([["EdDSA", clock.now()]]);
+      expect(ring(second).kid).toBe(byState("current")[0]!.kid);
+    } finally {
+      await closeApp(second);
+    }
+  });
+
   test("restarted with a shorter rotation period, the next key waits as long as a JWKS served before may be cached", async () => {
     const dataDir = sharedDir();
     const clock = new FakeClock();
