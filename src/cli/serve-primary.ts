@@ -238,8 +238,12 @@ class WorkerPool {
 
   /** The instance's metrics: `own` merged with every worker's answer. */
   async metrics(own: string): Promise<string> {
-    const answers = await Promise.all(this.#slots.map((slot) => this.#askMetrics(slot)));
-    return mergeExpositions([own, ...answers.filter((text): text is string => text !== undefined), this.#retired], instanceMergeRule);
+    const asked = this.#slots.map((slot) => ({ slot, proc: slot.proc }));
+    const answers = await Promise.all(asked.map(({ slot }) => this.#askMetrics(slot)));
+    // A worker that exited while the others were awaited has its counts in #retired already
+    // (#onExit): its answer would count them twice, and the next scrape would go back.
+    const live = answers.filter((text, i): text is string => text !== undefined && asked[i]?.slot.proc === asked[i]?.proc);
+    return mergeExpositions([own, ...live, this.#retired], instanceMergeRule);
   }
 
   async #askMetrics(slot: Slot): Promise<string | undefined> {

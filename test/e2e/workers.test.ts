@@ -325,6 +325,28 @@ describe(`serve with ${WORKERS} workers`, () => {
     expect(await server.proc.stop()).toBe(0);
   }, 30_000);
 
+  test("a worker killed while a scrape waits for another is counted once in it, and the totals never go back", async () => {
+    const instance = await tokensFromBothWorkers();
+    const { server } = instance;
+    const issued = (text: string) => Number(/^tokenmint_tokens_issued_total\{alg="ES256"\} (\d+)$/m.exec(text)?.[1] ?? "0");
+    await Bun.sleep(METRICS_REPORT_MS * 2);
+    // Worker 2 stopped: the scrape waits for it (up to a second) after worker 1 has answered.
+    const [first, second] = [instance.pids.get(1) as number, instance.pids.get(2) as number];
+    process.kill(second, "SIGSTOP");
+    try {
+      const scraping = fetch(`${instance.metricsUrl}/metrics`).then((res) => res.text());
+      await Bun.sleep(300);
+      process.kill(first, "SIGKILL");
+      const during = issued(await scraping);
+      expect(during).toBe(BATCH);
+    } finally {
+      process.kill(second, "SIGCONT");
+    }
+    await waitFor("worker 1 to be restarted", () => (workerPids(server).get(1) !== first ? true : undefined), 10_000);
+    expect(issued(await (await fetch(`${instance.metricsUrl}/metrics`)).text())).toBe(BATCH);
+    expect(await server.proc.stop()).toBe(0);
+  }, 30_000);
+
   test("what a killed worker counted since the last scrape stays in the totals", async () => {
     const instance = await tokensFromBothWorkers();
     const { server } = instance;
