@@ -36,6 +36,16 @@ const RESTART_DELAY_MS = 500;
 const MAX_RESTART_DELAY_MS = 30_000;
 /** A worker that ran this long before it died starts a new crash series. */
 const STABLE_AFTER_MS = 60_000;
+
+/**
+ * A worker's crashes in a row once it died after running `ranMs`, from `before` (0 for a new
+ * worker), and how long to wait before it starts again: 0.5 s after the first crash of a series,
+ * doubled for each further one, up to 30 s.
+ */
+export function restartAfterCrash(before: number, ranMs: number): { crashes: number; delayMs: number } {
+  const crashes = ranMs >= STABLE_AFTER_MS ? 1 : before + 1;
+  return { crashes, delayMs: Math.min(MAX_RESTART_DELAY_MS, RESTART_DELAY_MS * 2 ** (crashes - 1)) };
+}
 /** Longest wait for a worker to start listening. */
 const START_TIMEOUT_MS = 30_000;
 /** Longest wait for a worker's metrics at a scrape; a silent worker counts with its last answer. */
@@ -227,8 +237,8 @@ class WorkerPool {
       slot.started = undefined;
       return;
     }
-    slot.crashes = Date.now() - slot.startedAt >= STABLE_AFTER_MS ? 0 : slot.crashes + 1;
-    const delayMs = Math.min(MAX_RESTART_DELAY_MS, RESTART_DELAY_MS * 2 ** Math.max(0, slot.crashes - 1));
+    const { crashes, delayMs } = restartAfterCrash(slot.crashes, Date.now() - slot.startedAt);
+    slot.crashes = crashes;
     this.#logger.warn("worker exited unexpectedly; restarting", { ...exit, restartInMs: delayMs });
     slot.restart = setTimeout(() => {
       slot.restart = undefined;
