@@ -161,7 +161,9 @@ try {
   process.exitCode = await run(parseArgs(process.argv.slice(2)));
 } catch (error) {
   const { text, code } = reason(error);
-  io.err(`tokenmint: ${text}`);
+  // A worker's line names it, as its log lines do: the primary logs only that it exited.
+  const worker = workerNumber(process.env);
+  io.err(`tokenmint: ${worker === undefined ? "" : `worker ${worker}: `}${text}`);
   process.exitCode = code;
 }
 process.exit();

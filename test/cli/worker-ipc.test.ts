@@ -48,3 +48,20 @@ test("a worker whose primary goes away before the go ends its wait without one",
     proc.kill("SIGKILL");
   }
 });
+
+test("a worker that cannot start says which worker it is on its one stderr line", async () => {
+  const proc = Bun.spawn([process.execPath, "src/main.ts", "serve"], {
+    cwd: join(import.meta.dir, "../.."),
+    env: { PATH: process.env.PATH ?? "", TOKENMINT_WORKER: "3", TOKENMINT_PORT: "99999" },
+    stdout: "ignore",
+    stderr: "pipe",
+    serialization: "json",
+    ipc: () => {},
+  });
+  try {
+    expect(await proc.exited).toBe(1);
+    expect(await new Response(proc.stderr).text()).toBe("tokenmint: worker 3: invalid settings: TOKENMINT_PORT must be from 1 to 65535, got 99999\n");
+  } finally {
+    proc.kill("SIGKILL");
+  }
+});
