@@ -29,7 +29,7 @@ import { openContext, StartupError } from "../startup.ts";
 import { COMMIT, VERSION } from "../version.ts";
 import { DRAIN_TIMEOUT_MS, listen, probeListener } from "./serve.ts";
 import { stopSignal } from "./stop-signal.ts";
-import { isWorkerMessage, selfCommand, WORKER_ENV } from "./worker-ipc.ts";
+import { isWorkerMessage, METRICS_REPORT_MS, selfCommand, WORKER_ENV, WORKER_SILENCE_LIMIT_MS } from "./worker-ipc.ts";
 
 /** Restart delay after the first crash; doubled for each further crash in a row. */
 const RESTART_DELAY_MS = 500;
@@ -131,6 +131,8 @@ interface Slot {
   lastMetrics?: string;
   /** Settles the first start (pool.spawn, pool.start). */
   started?: { resolve: () => void; reject: (error: Error) => void };
+  /** When the worker was last heard from (performance.now(): a clock set forward kills no worker). */
+  heardAt: number;
 }
 
 /** The workers of the primary: start, restart, metrics, stop. */
@@ -146,10 +148,26 @@ class WorkerPool {
   #retired = "";
   #requestId = 0;
   readonly #pending = new Map<number, (text: string) => void>();
+  readonly #watchdog: ReturnType<typeof setInterval>;
 
   constructor(count: number, logger: Logger) {
     this.#logger = logger;
-    this.#slots = Array.from({ length: count }, (_, i) => ({ number: i + 1, loaded: false, ready: false, startedAt: 0, crashes: 0 }));
+    this.#slots = Array.from({ length: count }, (_, i) => ({ number: i + 1, loaded: false, ready: false, startedAt: 0, crashes: 0, heardAt: 0 }));
+    this.#watchdog = setInterval(() => this.#killSilent(), METRICS_REPORT_MS);
+    this.#watchdog.unref();
+  }
+
+  /** Kills a serving worker not heard from for WORKER_SILENCE_LIMIT_MS; #onExit restarts it. */
+  #killSilent(): void {
+    if (this.#stopping) return;
+    const now = performance.now();
+    for (const slot of this.#slots) {
+      const silentMs = now - slot.heardAt;
+      if (slot.proc === undefined || !slot.ready || silentMs < WORKER_SILENCE_LIMIT_MS) continue;
+      this.#logger.error("worker stopped answering; killing it to restart it", { worker: slot.number, pid: slot.proc.pid, silentSeconds: Math.round(silentMs / 1000) });
+      slot.ready = false;
+      slot.proc.kill("SIGKILL");
+    }
   }
 
   /** Starts every worker at once. Each loads its code, then waits for start() before it opens the data. */
@@ -209,6 +227,7 @@ class WorkerPool {
 
   #onMessage(slot: Slot, message: unknown): void {
     if (!isWorkerMessage(message)) return;
+    slot.heardAt = performance.now();
     if (message.type === "loaded") {
       slot.loaded = true;
       if (this.#open && !this.#stopping) this.#go(slot);
@@ -286,6 +305,7 @@ class WorkerPool {
     // Until now, a worker was let go exactly when it had loaded and the pool was open.
     const letGo = (slot: Slot) => slot.loaded && this.#open;
     this.#stopping = true;
+    clearInterval(this.#watchdog);
     const running: Subprocess[] = [];
     /** Workers sent `signal`: each is to stop by itself, with exit code 0. */
     const stopping: { number: number; proc: Subprocess }[] = [];

@@ -57,7 +57,8 @@ export async function serve(ctx: AppContext): Promise<number> {
 /**
  * Serves as a worker of a primary: on the shared port, without lock, metrics listener or log
  * retention. Answers the primary's metrics requests and, in a second in which it answered
- * requests, reports its metrics unasked; stops on a signal or when the primary is gone.
+ * requests, reports its metrics unasked (else that it is alive); stops on a signal or when the
+ * primary is gone.
  */
 export async function serveWorker(ctx: AppContext): Promise<number> {
   const send = (message: WorkerMessage) => process.send?.(message);
@@ -70,7 +71,8 @@ export async function serveWorker(ctx: AppContext): Promise<number> {
   let reported = 0;
   const report = setInterval(() => {
     const answered = ctx.metrics.httpRequests.total();
-    if (answered === reported) return;
+    // Either way the primary hears from this worker each second: it kills one that falls silent.
+    if (answered === reported) return void send({ type: "alive" });
     reported = answered;
     send({ type: "metrics", id: 0, text: ctx.metrics.render() });
   }, METRICS_REPORT_MS);

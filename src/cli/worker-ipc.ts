@@ -44,12 +44,27 @@ export interface MetricsMessage {
 /** How often a worker reports its metrics to the primary unasked. */
 export const METRICS_REPORT_MS = 1_000;
 
-export type WorkerMessage = LoadedMessage | GoMessage | ReadyMessage | MetricsMessage;
+/**
+ * Worker → primary: this worker's event loop runs. Sent each METRICS_REPORT_MS in which it sent
+ * no metrics; the primary kills a worker it has heard nothing from for WORKER_SILENCE_LIMIT_MS.
+ */
+export interface AliveMessage {
+  type: "alive";
+}
+
+/**
+ * How long a serving worker may stay silent before its primary takes it for hung (stopped with
+ * SIGSTOP, or its event loop blocked) and kills it, so it is restarted: meanwhile the kernel
+ * still gives it its share of new connections, which wait unanswered.
+ */
+export const WORKER_SILENCE_LIMIT_MS = 10_000;
+
+export type WorkerMessage = LoadedMessage | GoMessage | ReadyMessage | MetricsMessage | AliveMessage;
 
 export function isWorkerMessage(value: unknown): value is WorkerMessage {
   if (typeof value !== "object" || value === null) return false;
   const { type, id } = value as { type?: unknown; id?: unknown };
-  return type === "loaded" || type === "go" || type === "ready" || (type === "metrics" && typeof id === "number");
+  return type === "loaded" || type === "go" || type === "ready" || type === "alive" || (type === "metrics" && typeof id === "number");
 }
 
 /**

@@ -14,7 +14,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { decodeProtectedHeader, type JSONWebKeySet } from "jose";
-import { METRICS_REPORT_MS } from "../../src/cli/worker-ipc.ts";
+import { METRICS_REPORT_MS, WORKER_SILENCE_LIMIT_MS } from "../../src/cli/worker-ipc.ts";
 import { openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import { cleanup, freePort, isAlive, newMasterKey, runTokenmint, startServer, waitFor, type Server, type ServerOptions } from "./process.ts";
 
@@ -381,6 +381,32 @@ describe(`serve with ${WORKERS} workers`, () => {
     expect(await server.proc.stop()).toBe(0);
     for (const pid of workerPids(server).values()) expect(isAlive(pid)).toBe(false);
   }, 30_000);
+
+  test("a worker that stops answering its primary (SIGSTOP) is killed and restarted, and that is logged; an idle one is not", async () => {
+    const instance = await startInstance();
+    const { server, apiKey } = instance;
+    const victim = instance.pids.get(1) as number;
+    const idle = instance.pids.get(2) as number;
+    process.kill(victim, "SIGSTOP");
+    const killed = await waitFor(
+      "the hung worker to be killed",
+      () => server.proc.logs().find((line) => line.msg === "worker stopped answering; killing it to restart it"),
+      WORKER_SILENCE_LIMIT_MS + 5_000,
+    );
+    expect(killed).toMatchObject({ level: "error", worker: 1, pid: victim });
+    expect(killed.silentSeconds).toBeGreaterThanOrEqual(WORKER_SILENCE_LIMIT_MS / 1000);
+    const replacement = await waitFor("worker 1 to start again", () => {
+      const pid = workerPids(server).get(1);
+      return pid !== victim ? pid : undefined;
+    }, 10_000);
+    expect(isAlive(victim)).toBe(false);
+    expect(parentOf(replacement as number)).toBe(server.proc.pid);
+    // Worker 2, idle all along, told its primary it was alive: it was not taken for hung.
+    expect(server.proc.logs().filter((line) => line.msg === "worker stopped answering; killing it to restart it").map((line) => line.worker)).toEqual([1]);
+    expect(workerPids(server).get(2)).toBe(idle);
+    await seenByEveryWorker(server, "both workers to answer", "/v1/providers", () => fresh(server, "/v1/providers", { apiKey }), async (res) => res.status === 200);
+    expect(await server.proc.stop()).toBe(0);
+  }, 40_000);
 
   test("workers stop by themselves when the primary is killed", async () => {
     const instance = await startInstance();
