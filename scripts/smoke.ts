@@ -12,7 +12,7 @@
  * RS256 and the start-up log must say they are signed through the system's libcrypto (bun:ffi
  * inside the compiled executable).
  */
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createRemoteJWKSet, jwtVerify } from "jose";
@@ -44,6 +44,18 @@ try {
     const lines = run.stderr.toString().split("\n").filter((line) => line !== "");
     if (run.exitCode !== 1 || lines.length !== 1 || !lines[0]?.includes(`TMPDIR=${join(dir, "missing")}`)) {
       fail(`a missing TMPDIR should give exit 1 and one line naming it, got ${run.exitCode}: ${lines.join(" / ")}`);
+    }
+  }
+  // A TMPDIR mounted noexec: the same, and the line says why. Mounting needs root (and unshare, so
+  // that the mount is this command's alone); elsewhere this check is skipped.
+  if (process.getuid?.() === 0 && Bun.which("unshare") !== null) {
+    const noexec = join(dir, "no-running");
+    mkdirSync(noexec);
+    const script = `mount -t tmpfs -o noexec tmpfs "$1" || exit 99; TMPDIR="$1" "$2" --version`;
+    const run = Bun.spawnSync(["unshare", "--mount", "sh", "-c", script, "sh", noexec, exe], { cwd: dir, env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" }, stdout: "pipe", stderr: "pipe" });
+    const lines = run.stderr.toString().split("\n").filter((line) => line !== "");
+    if (run.exitCode !== 99 && (run.exitCode !== 1 || lines.length !== 1 || !lines[0]?.includes("not be mounted noexec"))) {
+      fail(`a TMPDIR mounted noexec should give exit 1 and one line saying so, got ${run.exitCode}: ${lines.join(" / ")}`);
     }
   }
 
