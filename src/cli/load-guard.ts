@@ -3,7 +3,8 @@
  * Imported first by main.ts, so that a failure while the program's modules load is still one line
  * on stderr and exit 1. The compiled executable unpacks LMDB's native addon into the temporary
  * directory when the store module loads; a missing, read-only or noexec TMPDIR would otherwise
- * end in a stack trace. cli/run.ts ends the guard once every module has loaded: later failures are its own.
+ * end in a stack trace. cli/run.ts ends the guard once every module has loaded: later failures
+ * are its own.
  */
 const onLoadFailure = (error: Error & { code?: string }): never => {
   const reason =

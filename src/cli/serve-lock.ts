@@ -5,8 +5,9 @@
  * started together one serves. A second `serve` and `restore` refuse while that process is alive;
  * `restore` holds the file too while it replaces the data, so no server starts on it meanwhile.
  * A file left by a killed process is recognized as stale (its pid is gone, or is no longer a
- * tokenmint server or restore) and replaced. The file also names the directory it was written in (device
- * and inode): a copy of the directory, file and all, is not held by the server of the original.
+ * tokenmint server or restore) and replaced. The file also names the directory it was written in
+ * (device and inode): a copy of the directory, file and all, is not held by the server of the
+ * original.
  */
 import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -33,9 +34,9 @@ const SYSTEM: ProcessProbe = {
 };
 
 /**
- * The pid of a live server (or restore) holding `dataDir`, or undefined. The pid in the file counts only if
- * that process is alive and, where /proc tells, still a `serve` or `restore`: a killed server's pid reused by
- * another program is not a holder. A process of another user that /proc hides (systemd's
+ * The pid of a live server (or restore) holding `dataDir`, or undefined. The pid in the file
+ * counts only if that process is alive and, where /proc tells, still a `serve` or `restore`: a
+ * killed server's pid reused by another program is not a holder. A process of another user that /proc hides (systemd's
  * `ProtectProc=invisible`, `hidepid`) is not one either: the data directory's own user, whom a
  * server of it runs as, can always see its own processes.
  */
@@ -119,8 +120,8 @@ function place(from: string, to: string): void {
 }
 
 /**
- * Takes the lock for this process or returns the live holder. The file is written
- * beside its place and linked there, which fails when a file is there already: two servers
+ * Takes the lock for this process or returns the live holder. The file is written beside its
+ * place and linked there, which fails when a file is there already: two servers
  * starting together cannot both take it, and no one reads it half written. A stale file is set
  * aside (a rename, which only one process can make of it) and checked once more, since another
  * server may have replaced it since it was read: a live server's is put back.
