@@ -55,13 +55,24 @@ describe("client-wide token revocation", () => {
     expect(await isActive(t, bystander, onBoundary)).toBe(false);
   });
 
+  test("a cut on the first millisecond of a second catches the tokens of that second, before and after it", async () => {
+    t.clock.ms = T0 + 35_000;
+    const before = await issueToken(t, owner);
+    expect((await t.api("POST", `${path(owner)}/revoke-tokens`)).status).toBe(200);
+    const after = await issueToken(t, owner);
+    expect(await isActive(t, bystander, before)).toBe(false);
+    expect(await isActive(t, bystander, after)).toBe(false);
+    t.clock.ms = T0 + 36_000;
+    expect(await isActive(t, bystander, await issueToken(t, owner))).toBe(true);
+  });
+
   test("the cut is shown by GET, list and PATCH, and moves forward on the next call", async () => {
     t.clock.ms = T0 + 40_000;
     const kept = await issueToken(t, owner);
     const listed = await json<{ items: Record<string, unknown>[] }>(await t.api("GET", `/v1/providers/${owner.providerId}/clients`));
-    expect(listed.items.find((c) => c.id === owner.clientId)?.tokensRevokedBefore).toBe(new Date(T0 + 30_001).toISOString());
+    expect(listed.items.find((c) => c.id === owner.clientId)?.tokensRevokedBefore).toBe(new Date(T0 + 35_000).toISOString());
     const patched = await json<Record<string, unknown>>(await t.api("PATCH", path(owner), { name: "renamed" }));
-    expect(patched.tokensRevokedBefore).toBe(new Date(T0 + 30_001).toISOString());
+    expect(patched.tokensRevokedBefore).toBe(new Date(T0 + 35_000).toISOString());
     expect(await isActive(t, bystander, kept)).toBe(true);
     t.clock.ms = T0 + 50_000;
     const again = await json<Record<string, unknown>>(await t.api("POST", `${path(owner)}/revoke-tokens`));

@@ -94,6 +94,21 @@ describe("token endpoint: private_key_jwt", () => {
     await accepted(await assertionRequest(t, await signAssertion(t, otherKey, otherClientId, { claims: { jti: "once" } })));
   });
 
+  test("an assertion with a fractional exp is refused as a replay for as long as it verifies", async () => {
+    const nowS = Math.floor(t.clock.now() / 1000);
+    const assertion = await sign(ec, { claims: { iat: nowS, exp: nowS + 10.5 } });
+    await accepted(await assertionRequest(t, assertion));
+    const start = t.clock.ms;
+    // It verifies until the second nowS + 10.5 + 30 ends (jose compares whole seconds of now).
+    for (const afterMs of [10_000, 40_600, 40_999]) {
+      t.clock.ms = start + afterMs;
+      await expectInvalidClient(await assertionRequest(t, assertion), "already used");
+    }
+    t.clock.ms = start + 41_000;
+    await expectInvalidClient(await assertionRequest(t, assertion), "expired");
+    t.clock.ms = start;
+  });
+
   test("a replay through a second store instance on the same data (as another process) is refused too", async () => {
     const second = await buildTestApp({ dataDir: t.dataDir, masterKey: t.masterKey, clock: t.clock });
     try {

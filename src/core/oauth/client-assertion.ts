@@ -170,7 +170,9 @@ export async function verifyClientAssertion(store: Store, client: ClientRecord, 
   if (jwks === undefined) throw invalidClient(NO_CLIENT_KEYS);
   const claims = await verifiedClaims(assertion, header, candidateKeys(jwks.keys, header.alg, header.kid), client, check);
   const { exp, jti } = checkLifetimeAndJti(claims, Math.floor(check.now / 1000));
-  if (!(await store.useAssertionJti(client.projectId, client.id, jti, Math.ceil((exp + ASSERTION_CLOCK_SKEW_S) * 1000), check.now))) {
+  // Kept as long as the assertion verifies: jose compares exp with whole seconds of now, so an exp
+  // of E.5 verifies until second E + skew + 1 begins.
+  if (!(await store.useAssertionJti(client.projectId, client.id, jti, Math.ceil(exp + ASSERTION_CLOCK_SKEW_S) * 1000, check.now))) {
     throw invalidClient("client_assertion was already used (same jti): sign a new assertion, with a new jti, for each request.");
   }
 }

@@ -67,8 +67,8 @@ export async function verifiedAccessToken(keySets: VerificationKeySets, project:
  * The claims of `token` if it is active at `now`: verified (verifiedAccessToken), its jti not
  * revoked, its client still in the project, and issued no earlier than the client's
  * `tokensRevokedBefore`. `iat` has second precision, so a token counts as revoked when
- * `iat * 1000 < tokensRevokedBefore`: every token issued before the cut is caught, and so is one
- * issued later within the same second.
+ * `iat * 1000 <= tokensRevokedBefore`: every token issued before the cut is caught, and so is one
+ * issued later within the same second (a cut on the second's first millisecond included).
  */
 export async function activeAccessToken(
   deps: { store: Store; keySets: VerificationKeySets },
@@ -81,6 +81,6 @@ export async function activeAccessToken(
   if (await deps.store.isTokenRevoked(project.projectId, claims.jti, now)) return undefined;
   const client = await deps.store.getClientById(project.projectId, claims.client_id);
   if (client === undefined) return undefined;
-  if (client.tokensRevokedBefore !== undefined && claims.iat * 1000 < client.tokensRevokedBefore) return undefined;
+  if (client.tokensRevokedBefore !== undefined && claims.iat * 1000 <= client.tokensRevokedBefore) return undefined;
   return claims;
 }
