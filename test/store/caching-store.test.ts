@@ -9,7 +9,7 @@ import { CachingStore } from "../../src/store/caching-store.ts";
 import { openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import type { ApiKeyRecord, Store } from "../../src/store/store.ts";
 import { tempDir } from "../helpers/app.ts";
-import { runChangeSeqNowFreshness } from "./contract-changes.ts";
+import { runChangeSeqNowFreshness, runRevocationFreshness } from "./contract-changes.ts";
 import { runStoreContract } from "./contract.ts";
 import { countingStore } from "./counting-store.ts";
 import { T0, apiKeyRecord, clientRecord, clientSecretRecord, newProjectId, providerRecord } from "./fixtures.ts";
@@ -49,6 +49,7 @@ const A = newProjectId(T0);
 
 // Its clock never moves: only the check that changeSeqNow makes lets it see the child's write.
 runChangeSeqNowFreshness((dataDir) => new CachingStore(openLmdbStore(dataDir), { now: () => 0, maxStalenessMs: STALENESS }), A);
+runRevocationFreshness((dataDir) => new CachingStore(openLmdbStore(dataDir), { now: () => 0, maxStalenessMs: STALENESS }), A);
 
 interface Fixture {
   cache: CachingStore;

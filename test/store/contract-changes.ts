@@ -189,3 +189,26 @@ export function runChangeSeqNowFreshness(open: (dataDir: string) => Store, A: st
     }
   });
 }
+
+/**
+ * `isTokenRevoked` of a store that `open` makes: a revocation another process committed while
+ * this process holds the read snapshot of its event-loop turn is seen at once. A revocation is a
+ * write no cache depends on, so it moves no change counter: the read itself must be fresh.
+ */
+export function runRevocationFreshness(open: (dataDir: string) => Store, A: string): void {
+  test("isTokenRevoked: a revocation another process committed is seen at once, within the same event-loop turn", async () => {
+    const dir = tempDir("tokenmint-fresh-");
+    const s = open(dir.path);
+    try {
+      // A write first, so the data exists for the child; then this turn's snapshot, taken before the child's commit.
+      await s.createProvider(providerRecord(A, T0));
+      expect(await s.isTokenRevoked(A, "jti-1", T0)).toBe(false);
+      const child = Bun.spawnSync([process.execPath, join(import.meta.dir, "revoke-child.ts"), dir.path, A, "jti-1", String(T0 + 3_600_000), String(T0)], { stderr: "inherit" });
+      expect(child.exitCode).toBe(0);
+      expect(await s.isTokenRevoked(A, "jti-1", T0)).toBe(true);
+    } finally {
+      await s.close();
+      dir.remove();
+    }
+  });
+}

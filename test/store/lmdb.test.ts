@@ -6,7 +6,7 @@ import { CHANGES_FILE, KEYS_LOG_LENGTH, LMDB_FILE, LmdbStore, ROOM_NEEDED, ROOM_
 import type { RootDatabase } from "lmdb";
 import { key } from "../../src/store/lmdb/lmdb-keys.ts";
 import { tempDir } from "../helpers/app.ts";
-import { runChangeSeqNowFreshness } from "./contract-changes.ts";
+import { runChangeSeqNowFreshness, runRevocationFreshness } from "./contract-changes.ts";
 import { runStoreContract } from "./contract.ts";
 import { T0, apiKeyRecord, clientRecord, keySetRecord, newProjectId, providerRecord, providerWithTwoClients, storeErrorKind } from "./fixtures.ts";
 
@@ -33,6 +33,7 @@ runStoreContract("lmdb", async () => {
 });
 
 runChangeSeqNowFreshness(openLmdbStore, newProjectId(T0));
+runRevocationFreshness(openLmdbStore, newProjectId(T0));
 
 /** Runs `body` with a temp data directory that is removed afterwards. */
 async function withDir(body: (path: string) => Promise<void>): Promise<void> {

@@ -802,6 +802,10 @@ export class LmdbStore implements Store {
   }
 
   async isTokenRevoked(projectId: string, jti: string, now: number): Promise<boolean> {
+    // A revocation moves no change counter (no cache depends on it), so changeSeqNow does not
+    // renew this turn's snapshot for it: read from a new one, which holds every revocation
+    // answered before this call, by any process.
+    this.#db.resetReadTxn();
     return this.#liveUntil("revoked", projectId, jti, now) !== undefined;
   }
 
