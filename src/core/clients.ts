@@ -40,10 +40,12 @@ export function updateClient(store: Store, projectId: string, providerId: string
 
 /**
  * Revokes every token the client was issued before `now`: sets `tokensRevokedBefore`, which
- * introspection compares with each token's `iat`. Tokens issued afterwards are not affected.
+ * introspection compares with each token's `iat`. Tokens issued afterwards are not affected. The
+ * cut never moves back: of two calls whose writes land in the other order than their clocks were
+ * read (two workers), the later cut stays, so no answered revocation is undone.
  */
 export function revokeClientTokens(store: Store, projectId: string, providerId: string, id: string, now: number): Promise<ClientRecord> {
-  return store.updateClient(projectId, providerId, id, (c) => ({ ...c, tokensRevokedBefore: now, updatedAt: now }));
+  return store.updateClient(projectId, providerId, id, (c) => ({ ...c, tokensRevokedBefore: Math.max(c.tokensRevokedBefore ?? 0, now), updatedAt: now }));
 }
 
 export function deleteClient(store: Store, projectId: string, providerId: string, id: string): Promise<void> {

@@ -66,13 +66,23 @@ describe("client-wide token revocation", () => {
     expect(await isActive(t, bystander, await issueToken(t, owner))).toBe(true);
   });
 
+  test("the cut never moves back: a call whose clock was read earlier but whose write lands later keeps the later cut", async () => {
+    t.clock.ms = T0 + 37_500;
+    expect((await t.api("POST", `${path(owner)}/revoke-tokens`)).status).toBe(200);
+    // As another worker whose call read the clock before this one's and committed after it.
+    t.clock.ms = T0 + 37_000;
+    const late = await json<Record<string, unknown>>(await t.api("POST", `${path(owner)}/revoke-tokens`));
+    expect(late.tokensRevokedBefore).toBe(new Date(T0 + 37_500).toISOString());
+    t.clock.ms = T0 + 38_000;
+  });
+
   test("the cut is shown by GET, list and PATCH, and moves forward on the next call", async () => {
     t.clock.ms = T0 + 40_000;
     const kept = await issueToken(t, owner);
     const listed = await json<{ items: Record<string, unknown>[] }>(await t.api("GET", `/v1/providers/${owner.providerId}/clients`));
-    expect(listed.items.find((c) => c.id === owner.clientId)?.tokensRevokedBefore).toBe(new Date(T0 + 35_000).toISOString());
+    expect(listed.items.find((c) => c.id === owner.clientId)?.tokensRevokedBefore).toBe(new Date(T0 + 37_500).toISOString());
     const patched = await json<Record<string, unknown>>(await t.api("PATCH", path(owner), { name: "renamed" }));
-    expect(patched.tokensRevokedBefore).toBe(new Date(T0 + 35_000).toISOString());
+    expect(patched.tokensRevokedBefore).toBe(new Date(T0 + 37_500).toISOString());
     expect(await isActive(t, bystander, kept)).toBe(true);
     t.clock.ms = T0 + 50_000;
     const again = await json<Record<string, unknown>>(await t.api("POST", `${path(owner)}/revoke-tokens`));
