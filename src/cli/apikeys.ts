@@ -56,7 +56,8 @@ export async function apikeysCommand(ctx: AppContext, args: ParsedArgs, io: Outp
     }
     case "revoke": {
       if (target === undefined || !isUuid(target)) throw new UsageError("usage: tokenmint apikeys revoke ID (the id from 'apikeys list')");
-      const record = await revokeApiKey(ctx.store, projectId, target, now);
+      // Ids are case-insensitive, as in API paths.
+      const record = await revokeApiKey(ctx.store, projectId, target.toLowerCase(), now);
       if (asJson) io.out(JSON.stringify(json(record, now)));
       else io.out(`Revoked API key ${record.id} (${record.name}).`);
       return;

@@ -15,7 +15,9 @@ export async function targetProject(ctx: AppContext, args: ParsedArgs): Promise<
   const wanted = args.values["--project"];
   if (wanted === undefined) return ctx.projectId;
   await ctx.projects.refresh();
-  const found = ctx.projects.ids.map((id) => ctx.projects.get(id)).find((p) => p.slug === wanted || p.id === wanted);
+  // Slugs are lowercase and ids case-insensitive, as in hosts and API paths.
+  const name = wanted.toLowerCase();
+  const found = ctx.projects.ids.map((id) => ctx.projects.get(id)).find((p) => p.slug === name || p.id === name);
   if (found === undefined) throw noProject(wanted);
   return found.id;
 }

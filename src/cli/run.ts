@@ -105,7 +105,7 @@ async function run(args: ParsedArgs): Promise<number> {
   }
   // A create for a project new data cannot hold yet (any but the default one) is refused before the data is made.
   const wanted = args.values["--project"];
-  if (!hasData && args.words[1] === "create" && wanted !== undefined && wanted !== DEFAULT_PROJECT_SLUG) throw noProject(wanted);
+  if (!hasData && args.words[1] === "create" && wanted !== undefined && wanted.toLowerCase() !== DEFAULT_PROJECT_SLUG) throw noProject(wanted);
   // Only serve and the create commands start a new data directory: a list, revoke or rotate on a
   // mistyped --data-dir must not leave a fresh instance behind.
   if (command !== "serve" && args.words[1] !== "create" && !hasData) {

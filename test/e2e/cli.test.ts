@@ -150,7 +150,8 @@ describe("apikeys", () => {
       expect(output).not.toContain(hash);
     }
 
-    const revoked = await cli(server, "apikeys", "revoke", created.id);
+    // The id as a tool that writes UUIDs in capitals gives it: ids are case-insensitive.
+    const revoked = await cli(server, "apikeys", "revoke", created.id.toUpperCase());
     expect(revoked.code).toBe(0);
     expect(revoked.stdout + revoked.stderr).not.toContain(secret);
     expect((await api(server, secret, "GET", "/v1/providers")).status).toBe(401);
@@ -321,6 +322,10 @@ describe("projects", () => {
     expect(own.id).toBe(created.id);
     const kids = await cliJson<{ items: { kid: string }[] }>(server, "keys", "list", "--project", "acme", "--json");
     expect(kids.items.map((k) => k.kid).sort()).toEqual(acmeKeys.keys.map((k) => k.kid as string).sort());
+    // By id too, in either case, and the slug in capitals.
+    for (const project of [created.id, created.id.toUpperCase(), "ACME"]) {
+      expect({ project, kids: (await cliJson<{ items: { kid: string }[] }>(server, "keys", "list", "--project", project, "--json")).items }).toEqual({ project, kids: kids.items });
+    }
     expect((await cli(server, "keys", "list", "--project", "nope")).code).toBe(1);
     const duplicate = await cli(server, "projects", "create", "--slug", "acme");
     expect(duplicate.code).toBe(1);
