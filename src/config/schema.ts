@@ -237,7 +237,7 @@ export const SETTINGS: readonly Setting[] = [
     key: "keyRotationPeriod",
     env: "TOKENMINT_KEY_ROTATION_PERIOD",
     defaultText: "`86400`",
-    description: "Seconds between automatic signing-key rotations; `0` turns automatic rotation off (minimum 60 otherwise).",
+    description: "Seconds between automatic signing-key rotations: `0` turns automatic rotation off, otherwise 60 to 31536000 (a year).",
     parse: (raw) => {
       if (raw === undefined) return 86400;
       const value = integerIn("TOKENMINT_KEY_ROTATION_PERIOD", raw, 0, 31_536_000);
@@ -273,7 +273,7 @@ export const SETTINGS: readonly Setting[] = [
     key: "maxBodyBytes",
     env: "TOKENMINT_MAX_BODY_BYTES",
     defaultText: "`65536`",
-    description: "Largest accepted request body in bytes; larger bodies get `413 payload_too_large`.",
+    description: "Largest accepted request body in bytes, 1024 to 10485760 (10 MiB); larger bodies get `413 payload_too_large`.",
     parse: (raw) => (raw === undefined ? 65536 : integerIn("TOKENMINT_MAX_BODY_BYTES", raw, 1024, 10_485_760)),
   },
   {
