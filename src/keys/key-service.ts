@@ -442,7 +442,8 @@ export class KeyService {
     let pending: Promise<SigningKeyRecord> | undefined;
     await this.#swap(projectId, async (set) => {
       const target = set.keys.find((k) => k.kid === kid);
-      if (target === undefined) throw new AppError("not_found", `No key with kid '${kid}' exists.`);
+      // A revoked key leaves the set, and so does one past its time in the JWKS: neither is remembered.
+      if (target === undefined) throw new AppError("not_found", `No key with kid '${kid}' is in the key set: it never was, or it was revoked or has left the JWKS already.`);
       // A retired key needs no replacement; current or next ones do.
       const replacement = target.state === "retired" ? undefined : await (pending ??= this.#generate(projectId, "next"));
       const now = this.#o.now();

@@ -102,7 +102,8 @@ describe("signing keys API", () => {
     const jwks = createLocalJWKSet((await (await t.request("GET", "/.well-known/jwks")).json()) as JSONWebKeySet);
     await jwtVerify(newToken, jwks, { currentDate: new Date(t.clock.now()) });
     await expect(jwtVerify(oldToken, jwks, { currentDate: new Date(t.clock.now()) })).rejects.toThrow();
-    await expectError(await t.api("POST", `/v1/keys/${current.kid}/revoke`), 404, "not_found");
+    // Revoked again: not found, and the message says a revoked key is not kept.
+    await expectError(await t.api("POST", `/v1/keys/${current.kid}/revoke`), 404, "not_found", "revoked");
   });
 
   test("revoking the next key replaces it with a fresh next key", async () => {
