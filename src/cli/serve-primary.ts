@@ -27,7 +27,7 @@ import { createServiceMetrics, instanceMergeRule, processSources } from "../metr
 import { finishesWithin } from "../runtime/finishes-within.ts";
 import { openContext, StartupError } from "../startup.ts";
 import { COMMIT, VERSION } from "../version.ts";
-import { DRAIN_TIMEOUT_MS, listen, probeListener } from "./serve.ts";
+import { DRAIN_TIMEOUT_MS, listen, logSettings, probeListener } from "./serve.ts";
 import { stopSignal } from "./stop-signal.ts";
 import { isWorkerMessage, METRICS_REPORT_MS, selfCommand, WORKER_ENV, WORKER_SILENCE_LIMIT_MS } from "./worker-ipc.ts";
 
@@ -99,6 +99,7 @@ async function supervise(config: Config, logger: Logger, clock: Clock, store: st
     const first = await Promise.race([pool.start().then(() => undefined), stopping]);
     if (first === undefined) {
       logger.info("tokenmint started", { version: VERSION, commit: COMMIT, host, port, metricsPort, alg: config.signingAlg, store, workers });
+      logSettings(logger, config);
       await logSigners(logger, new SignerFactory({ mode: config.signer, logger }));
     }
   } catch (error) {

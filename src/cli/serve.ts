@@ -17,6 +17,7 @@ import type { AppContext } from "../context.ts";
 import { startExpiryPruning } from "../core/oauth/expiry-pruning.ts";
 import { logSigners } from "../keys/signers/factory.ts";
 import { startLogRetention } from "../logging/retention.ts";
+import type { Logger } from "../logging/logger.ts";
 import { metricsHandler } from "../metrics/endpoint.ts";
 import { finishesWithin } from "../runtime/finishes-within.ts";
 import { StartupError } from "../startup.ts";
@@ -84,6 +85,12 @@ export async function serveWorker(ctx: AppContext): Promise<number> {
     process.off("message", onMessage);
     ctx.logger.flush?.();
   }
+}
+
+/** At debug level, the settings a server runs with, beyond those its start line names (never a secret). */
+export function logSettings(logger: Logger, config: Config): void {
+  const { publicUrl, baseDomain, dataDir, keyRotationPeriod, workers, maxBodyBytes, metricsHost, logFile, logRetentionDays, signer } = config;
+  logger.debug("settings", { publicUrl, baseDomain, dataDir, keyRotationPeriod, workers, maxBodyBytes, metricsHost, logFile, logRetentionDays, signer });
 }
 
 /** Bun.serve's options without the address. */
@@ -185,7 +192,10 @@ async function runServer(ctx: AppContext, role: ServerRole): Promise<number> {
   ctx.keys.start();
   if (ctx.store instanceof CachingStore) ctx.store.start();
   if (role.worker) ctx.logger.info("worker started", { pid: process.pid });
-  else ctx.logger.info("tokenmint started", { version: VERSION, commit: COMMIT, host, port, metricsPort, alg: ctx.config.signingAlg, store: ctx.store.description });
+  else {
+    ctx.logger.info("tokenmint started", { version: VERSION, commit: COMMIT, host, port, metricsPort, alg: ctx.config.signingAlg, store: ctx.store.description });
+    logSettings(ctx.logger, ctx.config);
+  }
   role.onListening?.();
   let handingOver: Promise<void> | undefined;
   const handOver = setTimeout(() => (handingOver = handOverSigners(ctx, role.worker)), HAND_OVER_DELAY_MS);

@@ -266,7 +266,7 @@ export const SETTINGS: readonly Setting[] = [
     key: "logLevel",
     env: "TOKENMINT_LOG_LEVEL",
     defaultText: "`info`",
-    description: "Least severe level written to stdout: `debug`, `info`, `warn` or `error`.",
+    description: "Least severe level written: `debug` (adds the settings at start, each catch-up with another process's writes, and the signers line of CLI commands), `info`, `warn` or `error`.",
     parse: (raw) => (raw === undefined ? "info" : oneOf("TOKENMINT_LOG_LEVEL", LOG_LEVELS, raw.trim().toLowerCase())),
   },
   {

@@ -567,6 +567,12 @@ export class KeyService {
       }
     }
     if (caughtUp) this.#keysCaughtUp = keysSeq;
+    if (caughtUp) {
+      this.#o.logger.debug("caught up with the data written by another process", {
+        projects: changes === undefined ? "all" : changes.projects.length,
+        keySets: changes === undefined ? "all" : changes.keySets.length,
+      });
+    }
     return caughtUp;
   }
 

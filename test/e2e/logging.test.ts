@@ -30,6 +30,29 @@ interface Sent {
   authenticated: boolean;
 }
 
+describe("log levels", () => {
+  test("debug adds the settings at start and each catch-up with another process's writes; info has neither; no secret in any", async () => {
+    const bootstrap = `tm_${base64url.encode(crypto.getRandomValues(new Uint8Array(32)))}`;
+    for (const level of ["debug", "info"]) {
+      const server = await startServer({ settings: { TOKENMINT_LOG_LEVEL: level, TOKENMINT_BOOTSTRAP_API_KEY: bootstrap } });
+      const apiKey = await createApiKeyWithCli(server, "levels");
+      // The next request catches up with the CLI's write.
+      expect((await fetch(`${server.url}/v1/providers`, { headers: { authorization: `Bearer ${apiKey}` } })).status).toBe(200);
+      expect(await server.proc.stop()).toBe(0);
+      const logs = server.proc.logs();
+      const debug = logs.filter((line) => line.level === "debug");
+      if (level === "info") {
+        expect(debug).toEqual([]);
+        continue;
+      }
+      expect(debug.find((line) => line.msg === "settings")).toMatchObject({ publicUrl: `http://localhost:${server.port}`, dataDir: server.dataDir, keyRotationPeriod: 86400, workers: 1, signer: "auto" });
+      expect(debug.some((line) => line.msg === "caught up with the data written by another process")).toBe(true);
+      const text = server.proc.stdout.join("\n") + server.proc.stderr.join("\n");
+      for (const secret of [bootstrap, apiKey, server.env.TOKENMINT_MASTER_KEY as string]) expect(text).not.toContain(secret);
+    }
+  }, 30_000);
+});
+
 describe("request logging", () => {
   test("a real workload logs one safe line per management request and nothing for discovery", async () => {
     const server = await startServer({ settings: { TOKENMINT_LOG_LEVEL: "info" } });
