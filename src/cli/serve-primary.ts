@@ -150,6 +150,8 @@ class WorkerPool {
   #requestId = 0;
   readonly #pending = new Map<number, (text: string) => void>();
   readonly #watchdog: ReturnType<typeof setInterval>;
+  /** When the watchdog last looked (performance.now()). */
+  #lastLook = performance.now();
 
   constructor(count: number, logger: Logger) {
     this.#logger = logger;
@@ -158,10 +160,21 @@ class WorkerPool {
     this.#watchdog.unref();
   }
 
-  /** Kills a serving worker not heard from for WORKER_SILENCE_LIMIT_MS; #onExit restarts it. */
+  /**
+   * Kills a serving worker not heard from for WORKER_SILENCE_LIMIT_MS; #onExit restarts it. A
+   * tick that comes late (this process was paused: SIGSTOP, a frozen cgroup, a suspended
+   * machine) judges no one: the workers' messages wait unread in the channel meanwhile, so every
+   * worker is heard from again as of now.
+   */
   #killSilent(): void {
     if (this.#stopping) return;
     const now = performance.now();
+    const late = now - this.#lastLook > 2 * METRICS_REPORT_MS;
+    this.#lastLook = now;
+    if (late) {
+      for (const slot of this.#slots) slot.heardAt = now;
+      return;
+    }
     for (const slot of this.#slots) {
       const silentMs = now - slot.heardAt;
       if (slot.proc === undefined || !slot.ready || silentMs < WORKER_SILENCE_LIMIT_MS) continue;

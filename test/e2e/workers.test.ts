@@ -408,6 +408,25 @@ describe(`serve with ${WORKERS} workers`, () => {
     expect(await server.proc.stop()).toBe(0);
   }, 40_000);
 
+  test("a primary paused for longer than the silence limit kills no worker when it resumes", async () => {
+    const instance = await startInstance();
+    const { server, apiKey } = instance;
+    const before = new Map(workerPids(server));
+    process.kill(server.proc.pid, "SIGSTOP");
+    try {
+      await Bun.sleep(WORKER_SILENCE_LIMIT_MS + 2 * METRICS_REPORT_MS);
+    } finally {
+      process.kill(server.proc.pid, "SIGCONT");
+    }
+    // A few of its ticks after it resumed.
+    await Bun.sleep(3 * METRICS_REPORT_MS);
+    expect(server.proc.logs().filter((line) => line.msg === "worker stopped answering; killing it to restart it")).toEqual([]);
+    expect(workerPids(server)).toEqual(before);
+    for (const pid of before.values()) expect(isAlive(pid)).toBe(true);
+    await seenByEveryWorker(server, "both workers to answer", "/v1/providers", () => fresh(server, "/v1/providers", { apiKey }), async (res) => res.status === 200);
+    expect(await server.proc.stop()).toBe(0);
+  }, 40_000);
+
   test("workers stop by themselves when the primary is killed", async () => {
     const instance = await startInstance();
     const { server } = instance;
