@@ -76,6 +76,17 @@ describe("client-wide token revocation", () => {
     t.clock.ms = T0 + 38_000;
   });
 
+  test("a cut made while the clock was a day ahead is replaced by the next call once the clock is right: the client's new tokens are active", async () => {
+    const other = await createTestClient(t, owner.providerId);
+    t.clock.ms = T0 + 86_400_000;
+    expect((await t.api("POST", `${path(other)}/revoke-tokens`)).status).toBe(200);
+    t.clock.ms = T0 + 39_000;
+    const reset = await json<Record<string, unknown>>(await t.api("POST", `${path(other)}/revoke-tokens`));
+    expect(reset.tokensRevokedBefore).toBe(new Date(T0 + 39_000).toISOString());
+    t.clock.ms = T0 + 40_000;
+    expect(await isActive(t, bystander, await issueToken(t, other))).toBe(true);
+  });
+
   test("the cut is shown by GET, list and PATCH, and moves forward on the next call", async () => {
     t.clock.ms = T0 + 40_000;
     const kept = await issueToken(t, owner);
