@@ -135,7 +135,9 @@ export async function checkListeners(config: Pick<Config, "host" | "port" | "met
 export function claimPort(host: string, port: number): { release: () => void } | undefined {
   if (process.platform !== "linux") return undefined;
   try {
-    const claim = Bun.listen({ unix: `\0tokenmint-listen-${host.toLowerCase()}:${port}`, socket: { open: (socket) => void socket.end(), data: () => {} } });
+    // Named with the user too: abstract names carry no permissions, and a server of another user
+    // could not share the port anyway (SO_REUSEPORT takes one user), so no one else can block it.
+    const claim = Bun.listen({ unix: `\0tokenmint-listen-${process.getuid?.() ?? 0}-${host.toLowerCase()}:${port}`, socket: { open: (socket) => void socket.end(), data: () => {} } });
     return { release: () => claim.stop(true) };
   } catch (error) {
     if ((error as { code?: string }).code === "EADDRINUSE") throw new StartupError(`${host}:${port} is already in use by another tokenmint server`);

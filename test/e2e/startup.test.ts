@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { claimPort } from "../../src/cli/serve.ts";
-import { api, cleanup, freePort, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, type CliResult } from "./process.ts";
+import { api, BUN, cleanup, freePort, newMasterKey, processEnv, REPO_ROOT, runTokenmint, spawnTokenmint, startServer, tempDataDir, waitFor, type CliResult } from "./process.ts";
 
 afterEach(cleanup);
 
@@ -151,6 +151,32 @@ describe("bad settings stop start-up with one line that names the problem", () =
     expect(() => claimPort("127.0.0.1", server.port)).toThrow(`127.0.0.1:${server.port} is already in use by another tokenmint server`);
     expect(await server.proc.stop()).toBe(0);
     claimPort("127.0.0.1", server.port)?.release();
+  }, 20_000);
+
+  test.skipIf(process.getuid?.() !== 0 || Bun.which("setpriv") === null)("another user's claim of the port blocks nothing: claims are per user", async () => {
+    const port = await freePort();
+    // As another user: the claim a server of that user would make.
+    const squatter = Bun.spawn(
+      ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", BUN, "-e", `(await import(${JSON.stringify(join(REPO_ROOT, "src/cli/serve.ts"))})).claimPort("127.0.0.1", ${port}); console.log("claimed"); setInterval(() => {}, 1000);`],
+      { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? "", HOME: "/tmp", BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0" }, stdout: "pipe", stderr: "inherit" },
+    );
+    try {
+      const reader = squatter.stdout.getReader();
+      expect(new TextDecoder().decode((await reader.read()).value)).toBe("claimed\n");
+      const env = processEnv({ TOKENMINT_DATA_DIR: tempDataDir(), TOKENMINT_HOST: "127.0.0.1", TOKENMINT_PORT: String(port), TOKENMINT_MASTER_KEY: newMasterKey(), TOKENMINT_WORKERS: "2" });
+      const server = spawnTokenmint(["serve"], env);
+      const healthy = await waitFor("the server to answer", async () => {
+        try {
+          return (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200 ? true : undefined;
+        } catch {
+          return server.done ? false : undefined;
+        }
+      }, 10_000);
+      expect({ healthy, stderr: server.stderr }).toEqual({ healthy: true, stderr: [] });
+      expect(await server.stop()).toBe(0);
+    } finally {
+      squatter.kill("SIGKILL");
+    }
   }, 20_000);
 
   test("a port held by another server's workers (SO_REUSEPORT) is in use too: never shared", async () => {
