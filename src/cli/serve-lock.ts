@@ -97,8 +97,9 @@ const directoryIdentity = (dir: string): string | undefined => {
   }
 };
 
-/** Attempts at taking the lock when stale files keep turning up in its place. */
-const TAKE_ATTEMPTS = 8;
+/** How long to wait for another process's replacement of a stale file, in steps of TAKE_STEP_MS. */
+const TAKE_WAIT_MS = 2_000;
+const TAKE_STEP_MS = 10;
 
 const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code;
 
@@ -121,15 +122,17 @@ function place(from: string, to: string): void {
 
 /**
  * Takes the lock for this process or returns the live holder. The file is written beside its
- * place and linked there, which fails when a file is there already: two servers
- * starting together cannot both take it, and no one reads it half written. A stale file is set
- * aside (a rename, which only one process can make of it) and checked once more, since another
- * server may have replaced it since it was read: a live server's is put back.
+ * place and linked there, which fails when a file is there already: two servers starting
+ * together cannot both take it, and no one reads it half written. A stale file is replaced in
+ * one rename, so the place is never empty for a third process to take, and only by the process
+ * holding `serve.pid.takeover` (taken the same way), which looks at the file again first: of
+ * processes that found the same stale file, one replaces it and the others find it held. A
+ * takeover file left by a process killed in those few milliseconds is stale too, and removed.
  */
 export function acquireServeLock(dataDir: string, probe: ProcessProbe = SYSTEM): { release: () => void } | { heldBy: LockHolder } {
   const path = join(dataDir, SERVE_LOCK_FILE);
+  const takeover = `${path}.takeover`;
   const mine = `${path}.${process.pid}`;
-  const aside = `${path}.${process.pid}.stale`;
   const cannot = (what: string, error: unknown) => new StartupError(`cannot ${what} ${path}: ${(error as Error).message}`);
   try {
     writeFileSync(mine, `${process.pid}\n${directoryIdentity(dataDir) ?? ""}\n`, { mode: 0o600 });
@@ -137,7 +140,7 @@ export function acquireServeLock(dataDir: string, probe: ProcessProbe = SYSTEM):
     throw cannot("write", error);
   }
   try {
-    for (let attempt = 1; ; attempt++) {
+    for (let waited = 0; ; waited += TAKE_STEP_MS) {
       try {
         place(mine, path);
         break;
@@ -146,29 +149,39 @@ export function acquireServeLock(dataDir: string, probe: ProcessProbe = SYSTEM):
       }
       const holder = holderIn(path, dataDir, probe);
       if (holder !== undefined) return { heldBy: holder };
-      if (attempt === TAKE_ATTEMPTS) throw new StartupError(`cannot take ${path}: other processes keep replacing it`);
+      // Stale: replaced only under the takeover file.
+      let tookOver = false;
       try {
-        renameSync(path, aside);
+        place(mine, takeover);
+        tookOver = true;
       } catch (error) {
-        // Another process set it aside first: try again.
-        if (errorCode(error) === "ENOENT") continue;
-        throw cannot("replace", error);
+        if (errorCode(error) !== "EEXIST") throw cannot("replace", error);
+        // Another process is replacing it; one killed meanwhile left its takeover file behind.
+        if (holderIn(takeover, dataDir, probe) === undefined) rmSync(takeover, { force: true });
       }
-      const moved = holderIn(aside, dataDir, probe);
-      if (moved !== undefined) {
+      if (tookOver) {
         try {
-          place(aside, path);
-        } catch {
-          // Another server's file is there now: this one stands back all the same.
+          const now = holderIn(path, dataDir, probe);
+          if (now !== undefined) return { heldBy: now };
+          renameSync(mine, path);
+          return lockOf(path);
+        } catch (error) {
+          throw cannot("replace", error);
+        } finally {
+          rmSync(takeover, { force: true });
         }
-        rmSync(aside, { force: true });
-        return { heldBy: moved };
       }
-      rmSync(aside, { force: true });
+      if (waited >= TAKE_WAIT_MS) throw new StartupError(`cannot take ${path}: another process keeps replacing it`);
+      Bun.sleepSync(TAKE_STEP_MS);
     }
   } finally {
     rmSync(mine, { force: true });
   }
+  return lockOf(path);
+}
+
+/** The lock this process holds at `path`: released by removing the file while it names this process. */
+function lockOf(path: string): { release: () => void } {
   return {
     release: () => {
       try {

@@ -4,7 +4,7 @@
  * another user's program must not keep the server from starting.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { acquireServeLock, liveServer, lockDataDir, lockHolder, type ProcessProbe, SERVE_LOCK_FILE } from "../../src/cli/serve-lock.ts";
 import { tempDir } from "../helpers/app.ts";
@@ -163,6 +163,44 @@ describe("acquireServeLock", () => {
       expect(lockHolder(dir.path)).toBeUndefined();
       lock.release();
     } finally {
+      dir.remove();
+    }
+  });
+
+  test("over a stale file, a process that replaces it while two others start leaves one holder: the place is never empty", () => {
+    const dir = tempDir("tokenmint-serve-lock-");
+    const path = join(dir.path, SERVE_LOCK_FILE);
+    const DEAD = 2147483646;
+    writeFileSync(path, `${DEAD}\n`);
+    // A: a live server (the word serve on its command line), which replaces the stale file first.
+    const a = Bun.spawn(["bash", "-c", "sleep 30; true", "serve"]);
+    const system: ProcessProbe = { signal: (pid) => void process.kill(pid, 0), cmdline: (pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8"), hasProc: () => true };
+    let c = "";
+    let step = 0;
+    const probe: ProcessProbe = {
+      ...system,
+      signal: (pid) => {
+        if (pid === DEAD && step === 0) {
+          // This process (B) has found the stale file; meanwhile A replaces it with its own.
+          step = 1;
+          const { dev, ino } = statSync(dir.path);
+          writeFileSync(`${path}.a`, `${a.pid}\n${dev}:${ino}\n`);
+          renameSync(`${path}.a`, path);
+        } else if (pid === a.pid && step === 1) {
+          // B looks at the file again: a third server (C) starts right now.
+          step = 2;
+          const script = `const lock = (await import(${JSON.stringify(join(import.meta.dir, "../../src/cli/serve-lock.ts"))})).acquireServeLock(process.argv[1]); process.stdout.write("heldBy" in lock ? "refused " + lock.heldBy.pid : "held");`;
+          c = Bun.spawnSync([process.execPath, "-e", script, dir.path, "serve"], { stdout: "pipe", stderr: "inherit" }).stdout.toString();
+        }
+        system.signal(pid);
+      },
+    };
+    try {
+      const b = acquireServeLock(dir.path, probe);
+      expect({ b, c, named: Number.parseInt(readFileSync(path, "utf8"), 10) }).toEqual({ b: { heldBy: { pid: a.pid, command: "serve" } }, c: `refused ${a.pid}`, named: a.pid });
+      expect(readdirSync(dir.path)).toEqual([SERVE_LOCK_FILE]);
+    } finally {
+      a.kill();
       dir.remove();
     }
   });
