@@ -1,11 +1,13 @@
 /**
  * @module core/client-jwks
  * A client's public keys, the credentials of `private_key_jwt` (RFC 7523 §2.2): a set of 1 to 5
- * public JWKs, replaced as a whole. Accepted: RSA of at least 2048 bits, EC on P-256, P-384 or
- * P-521, OKP Ed25519. A private member or a symmetric key is refused, naming the problem. Each key
- * is stored with the public members its type needs and nothing else (kty, kid, use, alg, n, e,
- * crv, x, y): other members, such as `key_ops`, `ext` or `x5c`, are dropped. A key without `kid`
- * gets its RFC 7638 thumbprint (SHA-256) as kid, so every stored key has one, unique in the set.
+ * public JWKs, replaced as a whole. Accepted: RSA of 2048 to 8192 bits, EC on P-256, P-384 or
+ * P-521, OKP Ed25519, each in its one encoding (no leading zero bytes, full-length coordinates),
+ * and no Ed25519 point of small order. A private member or a symmetric key is refused, naming the
+ * problem. Each key is stored with the public members its type needs and nothing else (kty, kid,
+ * use, alg, n, e, crv, x, y): other members, such as `key_ops`, `ext` or `x5c`, are dropped. A
+ * key without `kid` gets its RFC 7638 thumbprint (SHA-256) as kid, so every stored key has one,
+ * unique in the set.
  */
 import { base64url, calculateJwkThumbprint, importJWK } from "jose";
 import { AppError } from "../errors.ts";
@@ -56,6 +58,48 @@ function bitLength(value: string): number {
   return (bytes.length - first - 1) * 8 + (bytes[first] as number).toString(2).length;
 }
 
+/** Bytes of each coordinate of a curve's points (RFC 7518 §6.2.1.2, RFC 8037 §2): always the full length. */
+const COORDINATE_BYTES: Readonly<Record<string, number>> = { "P-256": 32, "P-384": 48, "P-521": 66, Ed25519: 32 };
+
+/**
+ * The Ed25519 points of small order, as libsodium refuses them (their y, the sign bit aside): 0,
+ * 1, the two of order 8, and p - 1, p and p + 1. A signature made of such a point and zero
+ * verifies against it for any message: anyone could sign as its holder.
+ */
+const SMALL_ORDER_ED25519 = [
+  "0000000000000000000000000000000000000000000000000000000000000000",
+  "0100000000000000000000000000000000000000000000000000000000000000",
+  "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+  "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+  "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+  "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+  "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+];
+
+/**
+ * Why a key's members are not in the one encoding RFC 7518 and RFC 8037 allow, or not a key a
+ * signature can be trusted with; undefined when fine. A single encoding keeps the kid, the
+ * key's RFC 7638 thumbprint, the one its holder computes, and one key from entering a set twice.
+ */
+function encodingProblem(kty: Kty, key: Record<string, string>): string | undefined {
+  if (kty === "RSA") {
+    for (const member of ["n", "e"]) {
+      if (base64url.decode(key[member] as string)[0] === 0) return `'${member}' must not start with a zero byte (RFC 7518 §6.3.1).`;
+    }
+    return undefined;
+  }
+  const size = COORDINATE_BYTES[key.crv as string] as number;
+  for (const member of kty === "EC" ? ["x", "y"] : ["x"]) {
+    if (base64url.decode(key[member] as string).length !== size) return `'${member}' must be ${size} bytes for ${key.crv}, leading zeros included.`;
+  }
+  if (kty === "OKP") {
+    const x = base64url.decode(key.x as string);
+    x[31] = (x[31] as number) & 0x7f;
+    if (SMALL_ORDER_ED25519.includes(Buffer.from(x).toString("hex"))) return "is a point of small order, which verifies forged signatures; register a real Ed25519 public key.";
+  }
+  return undefined;
+}
+
 /** An alg a key of this type and curve can verify (for the import that proves the key is well formed). */
 const algForKey = (kty: Kty, crv: string | undefined): AssertionAlg =>
   ASSERTION_ALGS.find((alg) => ALG_KEY_TYPES[alg].kty === kty && ALG_KEY_TYPES[alg].crv === crv) as AssertionAlg;
@@ -81,6 +125,8 @@ export async function publicClientJwk(input: unknown, index: number): Promise<Re
     key[member] = value;
   }
   if (kty !== "RSA" && !CURVES[kty].includes(key.crv as string)) throw problem(index, `crv must be one of ${CURVES[kty].map((c) => `'${c}'`).join(", ")} for kty '${kty}'.`);
+  const encoding = encodingProblem(kty, key);
+  if (encoding !== undefined) throw problem(index, encoding);
   if (kty === "RSA") {
     const bits = bitLength(key.n as string);
     if (bits < MIN_RSA_BITS || bits > MAX_RSA_BITS) throw problem(index, `RSA keys must have a modulus of ${MIN_RSA_BITS} to ${MAX_RSA_BITS} bits.`);

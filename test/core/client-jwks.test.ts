@@ -4,7 +4,7 @@
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
-import { base64url, calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from "jose";
+import { base64url, calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
 import { publicClientJwk, publicClientJwks } from "../../src/core/client-jwks.ts";
 import { AppError } from "../../src/errors.ts";
 
@@ -89,7 +89,9 @@ describe("client public keys", () => {
     const huge = { kty: "RSA", n: base64url.encode(new Uint8Array(1025).fill(0xc5)), e: "AQAB" };
     expect(await refusal([huge])).toBe("keys[0]: RSA keys must have a modulus of 2048 to 8192 bits.");
     const rsa = pub.rsa as { kty: string; n: string; e: string };
-    for (const e of [0, 1, 2, 65536, 2 ** 32 + 1].map((v) => base64url.encode(Buffer.from(v.toString(16).padStart(v > 0xffffff ? 10 : 6, "0"), "hex")))) {
+    // Each value in its shortest big-endian form (a leading zero byte is refused on its own, below).
+    const minimal = (v: number) => base64url.encode(Buffer.from(v.toString(16).padStart(v.toString(16).length + (v.toString(16).length % 2), "0"), "hex"));
+    for (const e of [1, 2, 65536, 2 ** 32 + 1].map(minimal)) {
       expect(await refusal([{ ...rsa, e }])).toBe("keys[0]: the RSA exponent 'e' must be odd, from 3 to 2^32 (65537, AQAB, as a rule).");
     }
     for (const e of ["Aw", "AQAB"]) expect(await publicClientJwks([{ ...rsa, e }])).toHaveLength(1);
@@ -107,8 +109,47 @@ describe("client public keys", () => {
     expect(await refusal([{ kty: "RSA", n: pub.rsa?.n }])).toContain("'e' is required");
     expect(await refusal([{ ...pub.p256, x: "not base64url!" }])).toContain("'x' is required");
     expect(await refusal([{ ...pub.p256, y: pub.p256?.x }])).toBe("keys[0]: is not a valid EC P-256 public key.");
-    expect(await refusal([{ ...pub.p256, crv: "P-384" }])).toBe("keys[0]: is not a valid EC P-384 public key.");
-    expect(await refusal([{ ...pub.ed25519, x: "AAAA" }])).toBe("keys[0]: is not a valid OKP Ed25519 public key.");
+    expect(await refusal([{ ...pub.p256, crv: "P-384" }])).toBe("keys[0]: 'x' must be 48 bytes for P-384, leading zeros included.");
+    expect(await refusal([{ ...pub.ed25519, x: "AAAA" }])).toBe("keys[0]: 'x' must be 32 bytes for Ed25519, leading zeros included.");
+  });
+
+  test("refuses encodings other than the one RFC 7518 and RFC 8037 allow: the kid is the thumbprint its holder computes, and one key cannot enter a set twice", async () => {
+    const rsa = pub.rsa as { kty: string; n: string; e: string };
+    const padded = (value: string) => base64url.encode(Buffer.concat([Buffer.from([0]), Buffer.from(base64url.decode(value))]));
+    expect(await refusal([{ ...rsa, n: padded(rsa.n) }])).toBe("keys[0]: 'n' must not start with a zero byte (RFC 7518 §6.3.1).");
+    expect(await refusal([{ ...rsa, e: "AAEAAQ" }])).toBe("keys[0]: 'e' must not start with a zero byte (RFC 7518 §6.3.1).");
+    expect(await refusal([{ ...rsa, e: "AA" }])).toContain("'e' must not start with a zero byte");
+    const p256 = pub.p256 as { x: string; y: string };
+    expect(await refusal([{ ...p256, x: padded(p256.x) }])).toBe("keys[0]: 'x' must be 32 bytes for P-256, leading zeros included.");
+    expect(await refusal([{ ...p256, y: base64url.encode(base64url.decode(p256.y).subarray(1)) }])).toBe("keys[0]: 'y' must be 32 bytes for P-256, leading zeros included.");
+    // The canonical form is stored, with its thumbprint as kid.
+    const [stored] = await publicClientJwks([rsa]);
+    expect(stored?.kid).toBe(await calculateJwkThumbprint(rsa as JWK, "sha256"));
+  });
+
+  test("refuses Ed25519 points of small order, against which a forged signature verifies", async () => {
+    const point = (hex: string) => base64url.encode(Buffer.from(hex, "hex"));
+    const smallOrder = [
+      "0000000000000000000000000000000000000000000000000000000000000000",
+      "0100000000000000000000000000000000000000000000000000000000000000",
+      "0100000000000000000000000000000000000000000000000000000000000080",
+      "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+      "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+      "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+      "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+      "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    ];
+    for (const hex of smallOrder) {
+      expect({ hex, refusal: await refusal([{ kty: "OKP", crv: "Ed25519", x: point(hex) }]) }).toEqual({
+        hex,
+        refusal: "keys[0]: is a point of small order, which verifies forged signatures; register a real Ed25519 public key.",
+      });
+    }
+    // The forgery such a key lets through: R the identity point, S zero, for any message.
+    const identity = await importJWK({ kty: "OKP", crv: "Ed25519", x: point(smallOrder[1] as string) }, "EdDSA");
+    const forged = new Uint8Array(64);
+    forged[0] = 1;
+    expect(await crypto.subtle.verify("Ed25519", identity as CryptoKey, forged, new TextEncoder().encode("any message"))).toBe(true);
   });
 
   test("refuses a use other than sig, an alg that does not fit the key, and a malformed kid", async () => {
