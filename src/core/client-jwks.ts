@@ -13,7 +13,7 @@ import { base64url, calculateJwkThumbprint, importJWK } from "jose";
 import { AppError } from "../errors.ts";
 import { StoreError, type ClientJwksRecord, type Store } from "../store/store.ts";
 import { getClient } from "./clients.ts";
-import { ALG_KEY_TYPES, ASSERTION_ALGS, type AssertionAlg } from "./oauth/client-assertion.ts";
+import { ALG_KEY_TYPES, ASSERTION_ALGS, isSmallOrderEd25519, type AssertionAlg } from "./oauth/client-assertion.ts";
 import { isPlainText } from "./text.ts";
 
 /** How many public keys a client may register at once: enough for a rotation across several signers. */
@@ -62,21 +62,6 @@ function bitLength(value: string): number {
 const COORDINATE_BYTES: Readonly<Record<string, number>> = { "P-256": 32, "P-384": 48, "P-521": 66, Ed25519: 32 };
 
 /**
- * The Ed25519 points of small order, as libsodium refuses them (their y, the sign bit aside): 0,
- * 1, the two of order 8, and p - 1, p and p + 1. A signature made of such a point and zero
- * verifies against it for any message: anyone could sign as its holder.
- */
-const SMALL_ORDER_ED25519 = [
-  "0000000000000000000000000000000000000000000000000000000000000000",
-  "0100000000000000000000000000000000000000000000000000000000000000",
-  "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
-  "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
-  "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
-  "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
-  "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
-];
-
-/**
  * Why a key's members are not in the one encoding RFC 7518 and RFC 8037 allow, or not a key a
  * signature can be trusted with; undefined when fine. A single encoding keeps the kid, the
  * key's RFC 7638 thumbprint, the one its holder computes, and one key from entering a set twice.
@@ -92,11 +77,7 @@ function encodingProblem(kty: Kty, key: Record<string, string>): string | undefi
   for (const member of kty === "EC" ? ["x", "y"] : ["x"]) {
     if (base64url.decode(key[member] as string).length !== size) return `'${member}' must be ${size} bytes for ${key.crv}, leading zeros included.`;
   }
-  if (kty === "OKP") {
-    const x = base64url.decode(key.x as string);
-    x[31] = (x[31] as number) & 0x7f;
-    if (SMALL_ORDER_ED25519.includes(Buffer.from(x).toString("hex"))) return "is a point of small order, which verifies forged signatures; register a real Ed25519 public key.";
-  }
+  if (kty === "OKP" && isSmallOrderEd25519(key.x as string)) return "is a point of small order, which verifies forged signatures; register a real Ed25519 public key.";
   return undefined;
 }
 

@@ -6,7 +6,7 @@
  * invalid_request; a client holding a secret and keys may use either.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createLocalJWKSet, jwtVerify, SignJWT, UnsecuredJWT, type JSONWebKeySet } from "jose";
+import { base64url, createLocalJWKSet, jwtVerify, SignJWT, UnsecuredJWT, type JSONWebKeySet } from "jose";
 import { buildTestApp, createProviderAndClient, type TestApp } from "../helpers/app.ts";
 import { json, UNKNOWN_ID } from "../http/support.ts";
 import { assertionRequest, clientKey, ISSUER, JWT_BEARER, registerKeys, signAssertion, TOKEN_ENDPOINT, type ClientKey } from "./assertions.ts";
@@ -107,6 +107,19 @@ describe("token endpoint: private_key_jwt", () => {
     t.clock.ms = start + 41_000;
     await expectInvalidClient(await assertionRequest(t, assertion), "expired");
     t.clock.ms = start;
+  });
+
+  test("a small-order Ed25519 key stored before such keys were refused is never tried: the forgery it allows is refused", async () => {
+    const victim = await createProviderAndClient(t);
+    const identity = "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    // Written as a set stored by an earlier version would be.
+    await t.ctx.store.putClientJwks({ projectId: t.ctx.projectId, clientId: victim.clientId, keys: [{ kty: "OKP", kid: "old", crv: "Ed25519", x: identity }], updatedAt: t.clock.now() });
+    const b64 = (value: unknown) => base64url.encode(JSON.stringify(value));
+    const claims = { iss: victim.clientId, sub: victim.clientId, aud: ISSUER, jti: crypto.randomUUID(), iat: now(), exp: now() + 60 };
+    const signature = new Uint8Array(64);
+    signature[0] = 1;
+    const forged = `${b64({ alg: "EdDSA" })}.${b64(claims)}.${base64url.encode(signature)}`;
+    await expectInvalidClient(await assertionRequest(t, forged), "can verify alg EdDSA");
   });
 
   test("a replay through a second store instance on the same data (as another process) is refused too", async () => {

@@ -19,6 +19,7 @@
  * Every failure is `invalid_client`, with a description naming the failed check and never a key.
  */
 import {
+  base64url,
   decodeJwt,
   decodeProtectedHeader,
   importJWK,
@@ -94,12 +95,41 @@ export function assertionClientId(assertion: string): string {
   return claims.sub;
 }
 
+/**
+ * The Ed25519 points of small order, as libsodium refuses them (their y, the sign bit aside): 0,
+ * 1, the two of order 8, and p - 1, p and p + 1. A signature made of such a point and zero
+ * verifies against it for any message: anyone could sign as its holder.
+ */
+const SMALL_ORDER_ED25519 = [
+  "0000000000000000000000000000000000000000000000000000000000000000",
+  "0100000000000000000000000000000000000000000000000000000000000000",
+  "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+  "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+  "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+  "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+  "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+];
+
+/** Whether an Ed25519 public key (its `x`, base64url) is one of the points of small order. */
+export function isSmallOrderEd25519(x: string): boolean {
+  let bytes: Uint8Array;
+  try {
+    bytes = base64url.decode(x);
+  } catch {
+    return false;
+  }
+  if (bytes.length !== 32) return false;
+  bytes[31] = (bytes[31] as number) & 0x7f;
+  return SMALL_ORDER_ED25519.includes(Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join(""));
+}
+
 /** The client's registered keys that could have signed with the header's alg and kid. */
 function candidateKeys(keys: readonly Record<string, string>[], alg: AssertionAlg, kid: unknown): Record<string, string>[] {
   const named = kid === undefined ? keys : keys.filter((key) => key.kid === kid);
   if (named.length === 0) throw invalidClient(`No registered key of the client has the kid ${shown(kid)} of the client_assertion header.`);
   const { kty, crv } = ALG_KEY_TYPES[alg];
-  const fitting = named.filter((key) => key.kty === kty && key.crv === crv && (key.alg === undefined || key.alg === alg));
+  // A small-order Ed25519 key, registered before such keys were refused, verifies forgeries: never tried.
+  const fitting = named.filter((key) => key.kty === kty && key.crv === crv && (key.alg === undefined || key.alg === alg) && !(kty === "OKP" && isSmallOrderEd25519(key.x ?? "")));
   if (fitting.length === 0) throw invalidClient(`No registered key of the client${kid === undefined ? "" : ` with kid ${shown(kid)}`} can verify alg ${alg}.`);
   return fitting;
 }
