@@ -10,7 +10,7 @@ import { canonicalHost, isDnsName, isHostName, type Config, type SigningAlg } fr
 import { AppError } from "../errors.ts";
 import { MAX_TOKEN_LIFETIME_S } from "../keys/lifecycle.ts";
 import type { KeySetRecord, ProjectRecord, ProjectSettings, Store } from "../store/store.ts";
-import { uuidv7 } from "./ids.ts";
+import { isUuid, uuidv7 } from "./ids.ts";
 import { isEmptyPatch } from "./patch.ts";
 import { isPlainText } from "./text.ts";
 import { DEFAULT_TOKEN_LIFETIME_S } from "./tokens.ts";
@@ -125,6 +125,8 @@ export function slugProblem(slug: string): string | undefined {
     return "slug must be a DNS label: 1 to 63 lowercase letters, digits and hyphens, not starting or ending with a hyphen";
   }
   if (slug === DEFAULT_PROJECT_SLUG) return `slug '${DEFAULT_PROJECT_SLUG}' is reserved for the default project`;
+  // `--project` takes a slug or an id: a slug that reads as an id could name another project.
+  if (isUuid(slug)) return `slug '${slug}' has the form of a project id; choose a name`;
   // The slug becomes a host name: an `xn--` label must be valid IDNA, or no URL of the project could be built.
   if (!isHostName(`${slug}.example`)) return `slug '${slug}' is not a valid internationalized (xn--) label`;
   return undefined;

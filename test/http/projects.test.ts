@@ -474,12 +474,17 @@ describe("projects", () => {
     expect((await discovery("id.acme.test")).issuer).toBe("https://id.acme.test");
   });
 
-  test("slugs are DNS labels, unique, and 'default' is reserved", async () => {
+  test("slugs are DNS labels, unique, not in the form of an id, and 'default' is reserved", async () => {
     // An xn-- label that is no valid IDNA name would make a host no URL takes: refused, nothing stored.
     for (const slug of ["default", "Acme", "-x", "a_b", "a".repeat(64), "xn--zz"]) {
       await expect(createProject(t.ctx.store, { slug, name: "x" }, t.ctx.config, t.clock.now())).rejects.toMatchObject({ code: "invalid_request" });
     }
     expect((await t.ctx.store.listProjects()).map((p) => p.slug)).not.toContain("xn--zz");
+    // A slug in the form of a project id could name another project where a slug or an id is taken (--project).
+    await expect(createProject(t.ctx.store, { slug: acme.id, name: "x" }, t.ctx.config, t.clock.now())).rejects.toMatchObject({
+      code: "invalid_request",
+      message: expect.stringContaining("form of a project id"),
+    });
     await expect(createProject(t.ctx.store, { slug: "acme", name: "x" }, t.ctx.config, t.clock.now())).rejects.toMatchObject({ code: "conflict" });
     // A valid one is a project like any other, at its ASCII host.
     const idn = await createProject(t.ctx.store, { slug: "xn--bcher-kva", name: "Bücher" }, t.ctx.config, t.clock.now());
