@@ -30,7 +30,8 @@ function run(args: string[], env: Record<string, string>, asNobody: boolean): Ru
   return { code: result.exitCode ?? -1, lines };
 }
 
-test.skipIf(!canSwitchUser)("files the service's user cannot write: every command says which, in one line, and check fails where serve would", () => {
+/** A data directory and master key file of the unprivileged user, and the settings for them. */
+function nobodysData(settings: Record<string, string>): { dataDir: string; env: Record<string, string> } {
   const root = tempDataDir();
   chmodSync(root, 0o755);
   const dataDir = join(root, "data");
@@ -43,11 +44,16 @@ test.skipIf(!canSwitchUser)("files the service's user cannot write: every comman
     TOKENMINT_DATA_DIR: dataDir,
     TOKENMINT_MASTER_KEY_FILE: keyFile,
     TOKENMINT_HOST: "127.0.0.1",
-    TOKENMINT_WORKERS: "1",
     // The runtime's own cache, where the unprivileged user may write.
     HOME: root,
     BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0",
+    ...settings,
   });
+  return { dataDir, env };
+}
+
+test.skipIf(!canSwitchUser)("files the service's user cannot write: every command says which, in one line, and check fails where serve would", () => {
+  const { dataDir, env } = nobodysData({ TOKENMINT_WORKERS: "1" });
   const lockFile = join(dataDir, `${LMDB_FILE}-lock`);
   const dataFile = join(dataDir, LMDB_FILE);
   const asNobody = (args: string[]) => run(args, env, true);
@@ -83,22 +89,7 @@ test.skipIf(!canSwitchUser)("files the service's user cannot write: every comman
 }, 60_000);
 
 test.skipIf(!canSwitchUser)("serve, too, stops with one line on a lock file the service's user cannot write", async () => {
-  const root = tempDataDir();
-  chmodSync(root, 0o755);
-  const dataDir = join(root, "data");
-  mkdirSync(dataDir, { mode: 0o700 });
-  chownSync(dataDir, NOBODY, NOBODY);
-  const keyFile = join(root, "master-key");
-  writeFileSync(keyFile, `${newMasterKey()}\n`, { mode: 0o600 });
-  chownSync(keyFile, NOBODY, NOBODY);
-  const env = processEnv({
-    TOKENMINT_DATA_DIR: dataDir,
-    TOKENMINT_MASTER_KEY_FILE: keyFile,
-    TOKENMINT_HOST: "127.0.0.1",
-    TOKENMINT_PORT: String(await freePort()),
-    HOME: root,
-    BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0",
-  });
+  const { dataDir, env } = nobodysData({ TOKENMINT_PORT: String(await freePort()) });
   expect(run(["apikeys", "create", "--name", "ops"], env, true).code).toBe(0);
   const lockFile = join(dataDir, `${LMDB_FILE}-lock`);
   chownSync(lockFile, 0, 0);

@@ -108,6 +108,16 @@ const kidOf = async (res: Response) => (res.status === 201 ? decodeProtectedHead
 const jwksKids = async (res: Response) => ((await res.json()) as JSONWebKeySet).keys.map((k) => k.kid);
 const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")[1]);
 
+/** Waits until worker `number`, whose process `victim` ended, runs again as a new child of the primary. */
+async function expectReplaced(server: Server, number: number, victim: number): Promise<void> {
+  const replacement = await waitFor(`worker ${number} to start again`, () => {
+    const pid = workerPids(server).get(number);
+    return pid !== victim ? pid : undefined;
+  }, 10_000);
+  expect(isAlive(victim)).toBe(false);
+  expect(parentOf(replacement as number)).toBe(server.proc.pid);
+}
+
 describe(`serve with ${WORKERS} workers`, () => {
   test("one port is served by two worker processes of the primary", async () => {
     const instance = await startInstance();
@@ -371,12 +381,7 @@ describe(`serve with ${WORKERS} workers`, () => {
     expect(warning.pid).toBe(victim);
     expect(warning.signal).toBe("SIGKILL");
     expect(warning.restartInMs).toBeGreaterThan(0);
-    const replacement = await waitFor("worker 2 to start again", () => {
-      const pid = workerPids(server).get(2);
-      return pid !== victim ? pid : undefined;
-    }, 10_000);
-    expect(isAlive(victim)).toBe(false);
-    expect(parentOf(replacement as number)).toBe(server.proc.pid);
+    await expectReplaced(server, 2, victim);
     await seenByEveryWorker(server, "both workers to answer", "/v1/providers", () => fresh(server, "/v1/providers", { apiKey }), async (res) => res.status === 200);
     expect(await server.proc.stop()).toBe(0);
     for (const pid of workerPids(server).values()) expect(isAlive(pid)).toBe(false);
@@ -395,12 +400,7 @@ describe(`serve with ${WORKERS} workers`, () => {
     );
     expect(killed).toMatchObject({ level: "error", worker: 1, pid: victim });
     expect(killed.silentSeconds).toBeGreaterThanOrEqual(WORKER_SILENCE_LIMIT_MS / 1000);
-    const replacement = await waitFor("worker 1 to start again", () => {
-      const pid = workerPids(server).get(1);
-      return pid !== victim ? pid : undefined;
-    }, 10_000);
-    expect(isAlive(victim)).toBe(false);
-    expect(parentOf(replacement as number)).toBe(server.proc.pid);
+    await expectReplaced(server, 1, victim);
     // Worker 2, idle all along, told its primary it was alive: it was not taken for hung.
     expect(server.proc.logs().filter((line) => line.msg === "worker stopped answering; killing it to restart it").map((line) => line.worker)).toEqual([1]);
     expect(workerPids(server).get(2)).toBe(idle);
