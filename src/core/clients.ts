@@ -39,24 +39,15 @@ export function updateClient(store: Store, projectId: string, providerId: string
 }
 
 /**
- * How far ahead of `now` a stored cut may be and still be kept (see revokeClientTokens): two calls
- * race within milliseconds; a cut further ahead was made by a clock that was ahead.
- */
-const CUT_RACE_MS = 5_000;
-
-/**
  * Revokes every token the client was issued before `now`: sets `tokensRevokedBefore`, which
- * introspection compares with each token's `iat`. Tokens issued afterwards are not affected. Of
- * two calls whose writes land in the other order than their clocks were read (two workers), the
- * later cut stays, so no answered revocation is undone; a cut far ahead of `now` (made while the
- * clock was ahead, since corrected) is replaced, or it would refuse the client's new tokens.
+ * introspection compares with each token's `iat`. Tokens issued afterwards are not affected. The
+ * cut never moves back, so no answered revocation is undone: of two calls whose writes land in
+ * the other order than their clocks were read (two workers), the later cut stays; and a cut made
+ * while the clock was ahead stays until the clock passes it, since the tokens issued meanwhile
+ * carry an `iat` that far ahead too, and cannot be told from the client's later ones.
  */
 export function revokeClientTokens(store: Store, projectId: string, providerId: string, id: string, now: number): Promise<ClientRecord> {
-  return store.updateClient(projectId, providerId, id, (c) => {
-    const stored = c.tokensRevokedBefore;
-    const cut = stored !== undefined && stored > now && stored - now <= CUT_RACE_MS ? stored : now;
-    return { ...c, tokensRevokedBefore: cut, updatedAt: now };
-  });
+  return store.updateClient(projectId, providerId, id, (c) => ({ ...c, tokensRevokedBefore: Math.max(c.tokensRevokedBefore ?? 0, now), updatedAt: now }));
 }
 
 export function deleteClient(store: Store, projectId: string, providerId: string, id: string): Promise<void> {
