@@ -157,7 +157,7 @@ export function acquireServeLock(dataDir: string, probe: ProcessProbe = SYSTEM):
       } catch (error) {
         if (errorCode(error) !== "EEXIST") throw cannot("replace", error);
         // Another process is replacing it; one killed meanwhile left its takeover file behind.
-        if (holderIn(takeover, dataDir, probe) === undefined) rmSync(takeover, { force: true });
+        if (holderIn(takeover, dataDir, probe) === undefined) removeStale(takeover, dataDir, probe);
       }
       if (tookOver) {
         try {
@@ -178,6 +178,29 @@ export function acquireServeLock(dataDir: string, probe: ProcessProbe = SYSTEM):
     rmSync(mine, { force: true });
   }
   return lockOf(path);
+}
+
+/**
+ * Removes the takeover file `takeover`, found stale, unless another process has put its own there
+ * since: set aside in one rename (only one process can make it), looked at again, and put back
+ * when it names a live process.
+ */
+function removeStale(takeover: string, dataDir: string, probe: ProcessProbe): void {
+  const aside = `${takeover}.${process.pid}`;
+  try {
+    renameSync(takeover, aside);
+  } catch {
+    // Gone already: another process removed it, or finished its takeover.
+    return;
+  }
+  if (holderIn(aside, dataDir, probe) !== undefined) {
+    try {
+      place(aside, takeover);
+    } catch {
+      // Yet another process's is there now.
+    }
+  }
+  rmSync(aside, { force: true });
 }
 
 /** The lock this process holds at `path`: released by removing the file while it names this process. */

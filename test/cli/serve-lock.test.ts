@@ -4,7 +4,7 @@
  * another user's program must not keep the server from starting.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { acquireServeLock, liveServer, lockDataDir, lockHolder, type ProcessProbe, SERVE_LOCK_FILE } from "../../src/cli/serve-lock.ts";
 import { tempDir } from "../helpers/app.ts";
@@ -204,4 +204,51 @@ describe("acquireServeLock", () => {
       dir.remove();
     }
   });
+
+  test("a takeover file left by a killed process is removed only while it is that one: a server taking over meanwhile keeps its own", () => {
+    const dir = tempDir("tokenmint-serve-lock-");
+    const sync = tempDir("tokenmint-serve-lock-sync-");
+    const path = join(dir.path, SERVE_LOCK_FILE);
+    const STALE = 2147483646; // the serve.pid of a killed server
+    const KILLED = 2147483645; // a server killed while it held serve.pid.takeover
+    writeFileSync(path, `${STALE}\n`);
+    writeFileSync(`${path}.takeover`, `${KILLED}\n`);
+    const waitFor = (name: string) => {
+      for (let i = 0; i < 2000 && !existsSync(join(sync.path, name)); i++) Bun.sleepSync(5);
+    };
+    let b: ReturnType<typeof Bun.spawn> | undefined;
+    let staleLooks = 0;
+    const probe: ProcessProbe = {
+      signal: (pid) => {
+        if (pid === KILLED && b === undefined) {
+          // This process (C) has found the killed server's takeover file: B starts and takes over now.
+          b = Bun.spawn([process.execPath, join(import.meta.dir, "serve-lock-slow-child.ts"), dir.path, sync.path, String(STALE), "serve"], { stderr: "inherit" });
+          waitFor("b-checked");
+        }
+        if (pid === STALE && ++staleLooks === 3) {
+          // C looks at serve.pid again (holding the takeover, were B's removed): B finishes meanwhile.
+          writeFileSync(join(sync.path, "c-checked"), "");
+          waitFor("b-result");
+        }
+        process.kill(pid, 0);
+      },
+      cmdline: (pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8"),
+      hasProc: () => true,
+    };
+    try {
+      const c = acquireServeLock(dir.path, probe);
+      const bPid = b?.pid;
+      expect({ b: readFileSync(join(sync.path, "b-result"), "utf8"), c, named: Number.parseInt(readFileSync(path, "utf8"), 10) }).toEqual({
+        b: "held",
+        c: { heldBy: { pid: bPid as number, command: "serve" } },
+        named: bPid as number,
+      });
+      expect(readdirSync(dir.path)).toEqual([SERVE_LOCK_FILE]);
+    } finally {
+      b?.kill();
+      dir.remove();
+      sync.remove();
+    }
+  });
 });
+
