@@ -127,7 +127,8 @@ function place(from: string, to: string): void {
  * one rename, so the place is never empty for a third process to take, and only by the process
  * holding `serve.pid.takeover` (taken the same way), which looks at the file again first: of
  * processes that found the same stale file, one replaces it and the others find it held. A
- * takeover file left by a process killed in those few milliseconds is stale too, and removed.
+ * takeover file left by a process killed in those few milliseconds is stale too, and removed
+ * (removeStale).
  */
 export function acquireServeLock(dataDir: string, probe: ProcessProbe = SYSTEM): { release: () => void } | { heldBy: LockHolder } {
   const path = join(dataDir, SERVE_LOCK_FILE);
