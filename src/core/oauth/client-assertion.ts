@@ -98,7 +98,7 @@ export function assertionClientId(assertion: string): string {
 /**
  * The Ed25519 points of small order, as libsodium refuses them (their y, the sign bit aside): 0,
  * 1, the two of order 8, and p - 1, p and p + 1. A signature made of such a point and zero
- * verifies against it for any message: anyone could sign as its holder.
+ * verifies against it for every message or for one in a few: anyone could sign as its holder.
  */
 const SMALL_ORDER_ED25519 = [
   "0000000000000000000000000000000000000000000000000000000000000000",
