@@ -23,11 +23,11 @@ import "elysia"; // registers the string formats (date-time) the compiled checks
 import { authenticate, NO_PRINCIPAL } from "../core/api-keys.ts";
 import { canonicalParams } from "../core/ids.ts";
 import type { AppContext } from "../context.ts";
-import { bodyBytes, parseFormBytes, parseJsonBytes } from "./plugins/body-parser.ts";
+import { bodyBytes, parseBody } from "./plugins/body-parser.ts";
 import { errorAnswer } from "./plugins/error-handler.ts";
 import { logRequest } from "./plugins/request-log.ts";
 import { admitInFlight, isManagementPath } from "./plugins/auth.ts";
-import { isOAuthPath, pathOf, patternSource, type RouteDef, type RouteInput } from "./route.ts";
+import { pathOf, patternSource, type RouteDef, type RouteInput } from "./route.ts";
 
 /** The app the lane hands everything else to. */
 export interface FullPipeline {
@@ -154,8 +154,7 @@ export function directLane(ctx: AppContext, routes: readonly RouteDef[], app: Fu
     let parsed = bytes.byteLength <= maxBytes;
     if (parsed) {
       try {
-        const contentType = request.headers.get("content-type");
-        body = isOAuthPath(pathname) ? parseFormBytes(bytes, contentType) : parseJsonBytes(bytes, contentType);
+        body = parseBody(bytes, request, pathname);
       } catch {
         parsed = false;
       }

@@ -275,6 +275,21 @@ describe("errors", () => {
       await expectError(await t.app.handle(request), 415, "unsupported_media_type");
     });
 
+    test("a body with a content coding (gzip, br): refused, and nothing written; identity is no coding", async () => {
+      const before = (await t.ctx.store.listProviders(t.ctx.projectId, { limit: 100 })).items.length;
+      const gzipped = Bun.gzipSync(new TextEncoder().encode(JSON.stringify({ name: "zipped" })));
+      const zipped = new Request("http://localhost/v1/providers", {
+        method: "POST",
+        body: gzipped,
+        headers: { authorization: `Bearer ${t.apiKey}`, "content-type": "application/json", "content-encoding": "gzip" },
+      });
+      await expectError(await t.fetch(zipped), 415, "unsupported_media_type", "Content-Encoding");
+      // A plain body said to be encoded is refused too, not read as if it were plain.
+      await expectError(await t.api("POST", "/v1/providers", { name: "said br" }, { "content-encoding": "br" }), 415, "unsupported_media_type");
+      expect((await t.ctx.store.listProviders(t.ctx.projectId, { limit: 100 })).items.length).toBe(before);
+      expect((await t.api("POST", "/v1/providers", { name: "plain" }, { "content-encoding": "identity" })).status).toBe(201);
+    });
+
     test("application/json with a charset, and +json types, are accepted", async () => {
       expect((await t.api("POST", "/v1/providers", JSON.stringify({ name: "a" }), { "content-type": "application/json; charset=utf-8" })).status).toBe(201);
       expect((await t.api("POST", "/v1/providers", JSON.stringify({ name: "a" }), { "content-type": "application/merge-patch+json" })).status).toBe(201);

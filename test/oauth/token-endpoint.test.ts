@@ -160,6 +160,11 @@ describe("token endpoint: client credentials", () => {
     await answer(await tokenRequest(t, { ...GRANT, resource: "urn:billing" }, { authorization: basic(urn.clientId, urnSecret) }));
   });
 
+  test("a form body with a content coding is invalid_request, and no token is issued", async () => {
+    const res = await tokenRequest(t, GRANT, { authorization: basic(clientId, secret), "content-encoding": "x-custom" });
+    await expectOAuthError(res, 400, "invalid_request", "Content-Encoding");
+  });
+
   test("unrecognised parameters are ignored, and a charset on the content type is accepted", async () => {
     await answer(await viaBasic({ ...GRANT, foo: "bar" }));
     const res = await t.request("POST", "/oauth/token", "grant_type=client_credentials&foo=1&foo=2&__proto__=x&constructor=y", {

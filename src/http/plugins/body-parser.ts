@@ -165,10 +165,25 @@ export function parseFormBytes(bytes: Uint8Array, contentType: string | null): R
   return Object.fromEntries([...params].map(([name, values]) => [name, values.length === 1 ? (values[0] as string) : values]));
 }
 
+/** Whether a Content-Encoding header names a coding: every one but `identity` (no coding) is refused. */
+const isEncoded = (encoding: string | null) =>
+  encoding !== null && encoding.split(",").some((coding) => coding.trim() !== "" && coding.trim().toLowerCase() !== "identity");
+
+/**
+ * The body of a request to `pathname`, read into `bytes`: form for OAuth paths, JSON for the rest.
+ * A body sent with a content coding (gzip, br) is refused, not read as if it were plain: 415, or
+ * at the OAuth endpoints, which never answer 415, 400 (RFC 9110 §8.4).
+ */
+export function parseBody(bytes: Uint8Array, request: Request, pathname: string): unknown {
+  const oauth = isOAuthPath(pathname);
+  if (bytes.byteLength > 0 && isEncoded(request.headers.get("content-encoding"))) {
+    const message = "The request body must not be compressed or otherwise encoded: send it without a Content-Encoding.";
+    throw new AppError(oauth ? "invalid_request" : "unsupported_media_type", message);
+  }
+  const contentType = request.headers.get("content-type");
+  return oauth ? parseFormBytes(bytes, contentType) : parseJsonBytes(bytes, contentType);
+}
+
 /** Registers the parser for every route: form for OAuth paths, JSON for the rest. */
 export const bodyParser = (maxBytes: number) =>
-  new Elysia({ name: "body-parser" }).onParse({ as: "global" }, async ({ request, path }) => {
-    const bytes = await readBody(request, maxBytes);
-    const contentType = request.headers.get("content-type");
-    return isOAuthPath(path) ? parseFormBytes(bytes, contentType) : parseJsonBytes(bytes, contentType);
-  });
+  new Elysia({ name: "body-parser" }).onParse({ as: "global" }, async ({ request, path }) => parseBody(await readBody(request, maxBytes), request, path));
