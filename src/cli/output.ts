@@ -1,4 +1,5 @@
 /** @module cli/output — plain tables for people, JSON for scripts. */
+import { writeSync } from "node:fs";
 
 /** Formats rows as aligned columns under a header. */
 export function table(header: string[], rows: string[][]): string {
@@ -14,3 +15,28 @@ export interface Output {
   out(text: string): void;
   err(text: string): void;
 }
+
+/** How long to wait for a full pipe's reader before writing again. */
+const PIPE_WAIT_MS = 2;
+
+/**
+ * Writes all of `text` to `fd` before it returns. A pipe whose reader is slower than the output
+ * (`tokenmint apikeys list --json | jq`) gets every byte: written through `process.stdout`, what
+ * the pipe had no room for yet was lost at exit. A reader that has gone (EPIPE) ends the output.
+ */
+export function writeAll(fd: number, text: string): void {
+  const bytes = new TextEncoder().encode(text);
+  let offset = 0;
+  while (offset < bytes.length) {
+    try {
+      offset += writeSync(fd, bytes, offset);
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (code === "EPIPE") return;
+      if (code !== "EAGAIN") throw error;
+      // A non-blocking pipe that is full: its reader takes the rest in a moment.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, PIPE_WAIT_MS);
+    }
+  }
+}
+

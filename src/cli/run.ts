@@ -13,7 +13,7 @@ import { HELP } from "./help.ts";
 import { endLoadGuard } from "./load-guard.ts";
 import { keysCommand } from "./keys.ts";
 import { noProject, projectCreateInput, projectsCommand } from "./projects.ts";
-import type { Output } from "./output.ts";
+import { writeAll, type Output } from "./output.ts";
 import { restoreCommand } from "./restore.ts";
 import { checkListeners, claimPort, serve, serveWorker } from "./serve.ts";
 import { stopSignal } from "./stop-signal.ts";
@@ -35,8 +35,8 @@ import { COMMIT, VERSION } from "../version.ts";
 endLoadGuard();
 
 const io: Output = {
-  out: (text) => process.stdout.write(`${text}\n`),
-  err: (text) => process.stderr.write(`${text}\n`),
+  out: (text) => writeAll(1, `${text}\n`),
+  err: (text) => writeAll(2, `${text}\n`),
 };
 
 /** Commands on the data files themselves: they never open the context (it would create data or rotate keys). */

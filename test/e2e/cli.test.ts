@@ -6,7 +6,9 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { base64url, decodeProtectedHeader, type JSONWebKeySet } from "jose";
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { api, cleanup, newMasterKey, processEnv, runTokenmint, startServer, tempDataDir, waitFor, type Server } from "./process.ts";
+import { createApiKey } from "../../src/core/api-keys.ts";
+import { openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
+import { api, BUN, cleanup, newMasterKey, processEnv, REPO_ROOT, runTokenmint, startServer, tempDataDir, waitFor, type Server } from "./process.ts";
 
 afterEach(cleanup);
 
@@ -196,6 +198,27 @@ describe("apikeys", () => {
     expect(JSON.stringify(listed)).not.toContain(bootstrap);
     expect(second.proc.stdout.join("\n")).not.toContain(bootstrap);
   });
+});
+
+describe("output into a pipe", () => {
+  test("a list larger than a pipe holds reaches a slow reader whole", async () => {
+    const dataDir = tempDataDir();
+    const env = processEnv({ TOKENMINT_DATA_DIR: dataDir, TOKENMINT_MASTER_KEY: newMasterKey() });
+    expect((await runTokenmint(["apikeys", "create", "--name", "first"], env)).code).toBe(0);
+    // Enough keys for an output past 64 KiB, written straight into the data (the CLI would take a while).
+    const store = openLmdbStore(dataDir);
+    const projectId = (await store.getMeta<string>("defaultProjectId")) as string;
+    for (let i = 0; i < 400; i++) await createApiKey(store, projectId, `key-${i}-with-a-name-long-enough-to-fill-the-listing`, Date.now());
+    await store.close();
+    const whole = await runTokenmint(["apikeys", "list", "--json"], env);
+    expect(whole.code).toBe(0);
+    expect(whole.stdout.length).toBeGreaterThan(65_536);
+    // The reader starts a second late: the pipe fills and the rest waits for it.
+    const piped = Bun.spawnSync(["sh", "-c", `"$@" apikeys list --json | (sleep 1; cat)`, "sh", BUN, "src/main.ts"], { cwd: REPO_ROOT, env, stdout: "pipe", stderr: "pipe" });
+    expect({ code: piped.exitCode, stderr: piped.stderr.toString() }).toEqual({ code: 0, stderr: "" });
+    expect(piped.stdout.toString().trimEnd()).toBe(whole.stdout.trimEnd());
+    expect((JSON.parse(piped.stdout.toString()) as { items: unknown[] }).items).toHaveLength(401);
+  }, 30_000);
 });
 
 describe("keys", () => {
