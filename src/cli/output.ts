@@ -39,4 +39,3 @@ export function writeAll(fd: number, text: string): void {
     }
   }
 }
-
