@@ -1,5 +1,6 @@
 /** @module cli/output — plain tables for people, JSON for scripts. */
 import { writeSync } from "node:fs";
+import { sleepSync } from "../runtime/sleep-sync.ts";
 
 /** Formats rows as aligned columns under a header. */
 export function table(header: string[], rows: string[][]): string {
@@ -35,7 +36,7 @@ export function writeAll(fd: number, text: string): void {
       if (code === "EPIPE") return;
       if (code !== "EAGAIN") throw error;
       // A non-blocking pipe that is full: its reader takes the rest in a moment.
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, PIPE_WAIT_MS);
+      sleepSync(PIPE_WAIT_MS);
     }
   }
 }

@@ -11,6 +11,7 @@
  */
 import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { sleepSync } from "../runtime/sleep-sync.ts";
 import { StartupError } from "../startup.ts";
 
 export const SERVE_LOCK_FILE = "serve.pid";
@@ -173,7 +174,7 @@ export function acquireServeLock(dataDir: string, probe: ProcessProbe = SYSTEM):
         }
       }
       if (waited >= TAKE_WAIT_MS) throw new StartupError(`cannot take ${path}: another process keeps replacing it`);
-      Bun.sleepSync(TAKE_STEP_MS);
+      sleepSync(TAKE_STEP_MS);
     }
   } finally {
     rmSync(mine, { force: true });

@@ -26,6 +26,7 @@
  */
 
 import { writeSync } from "node:fs";
+import { sleepSync } from "../runtime/sleep-sync.ts";
 
 /** Where lines go: the logger calls `write` with each line and its time (epoch ms). */
 export interface LogSink {
@@ -97,9 +98,6 @@ function stdoutOutput(): LogOutput {
   void process.stdout;
   return directOutput(1);
 }
-
-/** Blocks the thread for `ms` (only at exit, where nothing else may run). */
-const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 
 const byteLength = (data: string | Uint8Array) => (typeof data === "string" ? Buffer.byteLength(data) : data.byteLength);
 
