@@ -363,8 +363,6 @@ export class KeyService {
       // The max-age served now is recorded first: a shortened one holds back the next key while a
       // JWKS fetched under the longer one may still be cached.
       const { set, recorded } = withMaxAge(stored, maxAge, now);
-      // A next key of another algorithm, or one the clock has not reached (it went back), is
-      // replaced by one made now; the second case also counts rotations from now.
       const aheadMs = aheadOfClock(set, now);
       const newAlg = keysByState(set).next.alg !== policy.signingAlg;
       // The records are dated once the new key is made, not when the pass began: making an RSA key
@@ -384,6 +382,8 @@ export class KeyService {
         }
         if (!newAlg) return recorded;
       }
+      // A next key of another algorithm, or one the clock has not reached (it went back), is
+      // replaced by one made now; the second case also counts rotations from now.
       if (newAlg || aheadMs > 0) {
         pending ??= this.#generate(projectId, "next");
         const key = await pending;
@@ -566,8 +566,8 @@ export class KeyService {
         this.#followFailed("reading a project's signing keys failed", error);
       }
     }
-    if (caughtUp) this.#keysCaughtUp = keysSeq;
     if (caughtUp) {
+      this.#keysCaughtUp = keysSeq;
       this.#o.logger.debug("caught up with the data written by another process", {
         projects: changes === undefined ? "all" : changes.projects.length,
         keySets: changes === undefined ? "all" : changes.keySets.length,
