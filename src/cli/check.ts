@@ -79,6 +79,11 @@ export async function inspectData(store: Store, config: Config, where: string): 
   let opened = 0;
   for (const project of await store.listProjects()) {
     for (const key of (await store.getKeySet(project.id))?.keys ?? []) {
+      // A retired key's private half was destroyed when it retired; the keys that may sign keep theirs.
+      if (key.sealedPrivateJwk === undefined) {
+        if (key.state === "retired") continue;
+        throw new StartupError(`the ${key.state} signing key ${key.kid} in ${where} has no private half`);
+      }
       await unseal(masterKey, key.sealedPrivateJwk, privateKeyAad(project.id, key.kid)).catch(() => {
         throw new MasterKeyError(`the master key from ${source.origin} does not open signing key ${key.kid} in ${where}`);
       });
@@ -158,7 +163,7 @@ export async function checkCommand(config: Config, args: ParsedArgs, io: Output,
   const rows: [string, string][] = [
     ["settings", "valid"],
     ["data", `${dataFile} (format ${report.format}, ${bytes} bytes)`],
-    ["master key", `${masterKey.origin} opens all ${masterKey.opened} signing keys`],
+    ["master key", `${masterKey.origin} opens all ${masterKey.opened} sealed private keys`],
     ["server", server === undefined ? "not running" : `running (pid ${server})`],
     ["issuer", issuer],
     ["current key", `${current.kid} (${current.alg}, signing since ${iso(current.activatesAt)})`],

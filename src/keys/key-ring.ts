@@ -83,7 +83,9 @@ export class KeyRing implements Signer {
   static of(set: KeySetRecord, masterKey: CryptoKey, signers: SignerFactory): KeyRing {
     const { current } = keysByState(set);
     return new KeyRing(set, async () => {
-      const privateJwk = JSON.parse(await unseal(masterKey, current.sealedPrivateJwk, privateKeyAad(set.projectId, current.kid))) as JWK;
+      const sealed = current.sealedPrivateJwk;
+      if (sealed === undefined) throw new Error(`the current signing key ${current.kid} of project ${set.projectId} has no private half`);
+      const privateJwk = JSON.parse(await unseal(masterKey, sealed, privateKeyAad(set.projectId, current.kid))) as JWK;
       return signers.create(current.alg, privateJwk);
     });
   }

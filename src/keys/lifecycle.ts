@@ -11,7 +11,8 @@
  *   When the max-age was shortened (a shorter rotation period), a JWKS fetched under the longer one
  *   may be held longer: until then no next key signs either (`recordMaxAge`).
  * - A retired key stays in the JWKS until every token it may have signed has expired: retirement +
- *   the longest token lifetime + a clock-skew margin.
+ *   the longest token lifetime + a clock-skew margin. It never signs again: its private half is
+ *   destroyed when it retires (`retire`), and only the public half stays.
  * - A revoked key leaves the set (and the JWKS) at once and never signs again.
  */
 import type { KeySetRecord, SigningKeyRecord } from "../store/store.ts";
@@ -119,11 +120,17 @@ export function rotateKeySet(
   if (now < readyAt) return { readyAt };
   const { current, next } = keysByState(set);
   const keys = set.keys.map((k): SigningKeyRecord => {
-    if (k.kid === current.kid) return { ...k, state: "retired", retiredAt: now, removedFromJwksAt: retiredUntil(now) };
+    if (k.kid === current.kid) return { ...retire(k), retiredAt: now, removedFromJwksAt: retiredUntil(now) };
     if (k.kid === next.kid) return { ...k, state: "current", activatesAt: now };
     return k;
   });
   return { ...set, version: set.version + 1, rotatedAt: now, keys: [...keys, { ...newNext, state: "next" }] };
+}
+
+/** `key` retired: its private half destroyed, its public half kept. */
+function retire(key: SigningKeyRecord): SigningKeyRecord {
+  const { sealedPrivateJwk: _destroyed, ...kept } = key;
+  return { ...kept, state: "retired" };
 }
 
 /** The instant a key retired at `retiredAt` leaves the JWKS. */
@@ -211,15 +218,27 @@ export function shiftKeySet(set: KeySetRecord, byMs: number, at: number): KeySet
   };
 }
 
-/** When `pruneKeySet` next removes a key: the earliest time a retired key leaves the JWKS (undefined: none will). */
+/**
+ * When `pruneKeySet` next changes the set: the earliest time a retired key leaves the JWKS, or its
+ * retirement (a time past) when a retired key still has its private half (undefined: never).
+ */
 export function nextPruneAt(set: KeySetRecord): number | undefined {
   let at: number | undefined;
-  for (const k of set.keys) if (k.state === "retired" && k.removedFromJwksAt !== undefined && (at === undefined || k.removedFromJwksAt < at)) at = k.removedFromJwksAt;
+  for (const k of set.keys) {
+    if (k.state !== "retired") continue;
+    const when = k.sealedPrivateJwk !== undefined ? (k.retiredAt ?? 0) : k.removedFromJwksAt;
+    if (when !== undefined && (at === undefined || when < at)) at = when;
+  }
   return at;
 }
 
-/** Drops retired keys whose last token has expired; undefined when nothing changes. */
+/**
+ * Drops retired keys whose last token has expired, and the private halves retired keys kept in
+ * sets written before retirement destroyed them; undefined when nothing changes.
+ */
 export function pruneKeySet(set: KeySetRecord, now: number): KeySetRecord | undefined {
-  const keys = set.keys.filter((k) => k.state !== "retired" || (k.removedFromJwksAt ?? Infinity) > now);
-  return keys.length === set.keys.length ? undefined : { ...set, version: set.version + 1, keys };
+  const kept = set.keys.filter((k) => k.state !== "retired" || (k.removedFromJwksAt ?? Infinity) > now);
+  const sealed = kept.some((k) => k.state === "retired" && k.sealedPrivateJwk !== undefined);
+  if (kept.length === set.keys.length && !sealed) return undefined;
+  return { ...set, version: set.version + 1, keys: sealed ? kept.map((k) => (k.state === "retired" ? retire(k) : k)) : kept };
 }

@@ -114,7 +114,10 @@ export interface ApiKeyRecord {
 /** Lifecycle state of a signing key (see keys/lifecycle.ts). */
 export type KeyState = "next" | "current" | "retired";
 
-/** One signing key. The private half is sealed with the master key (AES-256-GCM). */
+/**
+ * One signing key. The private half is sealed with the master key (AES-256-GCM) while the key may
+ * sign (next, current); it is destroyed when the key retires, which keeps only its public half.
+ */
 export interface SigningKeyRecord {
   kid: string;
   alg: SigningAlg;
@@ -127,8 +130,8 @@ export interface SigningKeyRecord {
   removedFromJwksAt?: number;
   /** Public JWK members only. */
   publicJwk: Record<string, string>;
-  /** base64url(iv || ciphertext || tag) of the private JWK JSON. */
-  sealedPrivateJwk: string;
+  /** base64url(iv || ciphertext || tag) of the private JWK JSON; absent once the key retired. */
+  sealedPrivateJwk?: string;
 }
 
 /** All signing keys of one project, changed only as a whole by compare-and-swap. */

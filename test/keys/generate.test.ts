@@ -43,12 +43,13 @@ describe.each(CASES)("generateSigningKey $alg", ({ alg, kty, crv, members }) => 
 
   test("the sealed private JWK unseals only for its project and kid, and never shows d in clear", async () => {
     const key = await keyPromise;
-    const privateJwk = JSON.parse(await unseal(masterKey, key.sealedPrivateJwk, privateKeyAad(PROJECT, key.kid))) as JWK;
+    const sealed = key.sealedPrivateJwk as string;
+    const privateJwk = JSON.parse(await unseal(masterKey, sealed, privateKeyAad(PROJECT, key.kid))) as JWK;
     expect(typeof privateJwk.d).toBe("string");
     expect((privateJwk.d as string).length).toBeGreaterThan(20);
-    expect(key.sealedPrivateJwk).not.toContain(privateJwk.d as string);
+    expect(sealed).not.toContain(privateJwk.d as string);
     expect(JSON.stringify(key)).not.toContain(privateJwk.d as string);
-    await expect(unseal(masterKey, key.sealedPrivateJwk, privateKeyAad("other-project", key.kid))).rejects.toThrow();
+    await expect(unseal(masterKey, sealed, privateKeyAad("other-project", key.kid))).rejects.toThrow();
     // The sealed key is the private half of the published public key.
     const jws = await new CompactSign(new TextEncoder().encode("payload")).setProtectedHeader({ alg }).sign(await importJWK(privateJwk, alg));
     const { payload } = await compactVerify(jws, await importJWK(key.publicJwk as JWK, alg));

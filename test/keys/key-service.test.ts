@@ -176,6 +176,49 @@ describe("KeyService rotation", () => {
     expect(ring(t).jwksEtag).not.toBe(etag);
   });
 
+  test("a retired key keeps only its public half; a set that kept a retired key's private half loses it at the next pass", async () => {
+    const t = await app();
+    const before = (await storedSet(t)).keys.find((k) => k.state === "current")!;
+    expect(before.sealedPrivateJwk).toBeString();
+    t.clock.advance(PERIOD_S);
+    await t.ctx.keys.tick();
+    const rotated = await storedSet(t);
+    const retired = rotated.keys.find((k) => k.kid === before.kid)!;
+    expect(retired).toEqual({ ...retired, state: "retired", publicJwk: before.publicJwk });
+    expect(retired).not.toHaveProperty("sealedPrivateJwk");
+    expect(rotated.keys.filter((k) => k.sealedPrivateJwk !== undefined).map((k) => k.state).sort()).toEqual(["current", "next"]);
+    // A set as an earlier build wrote it, the retired key's private half still sealed in it.
+    const older = { ...rotated, version: rotated.version + 1, keys: rotated.keys.map((k) => (k.kid === before.kid ? { ...k, sealedPrivateJwk: before.sealedPrivateJwk } : k)) };
+    expect(await t.ctx.store.swapKeySet(older, rotated.version)).toBe(true);
+    const etag = ring(t).jwksEtag;
+    await t.ctx.keys.tick();
+    const stripped = await storedSet(t);
+    expect(stripped.version).toBe(older.version + 1);
+    expect(stripped.keys).toEqual(rotated.keys);
+    expect(stripped.keys.find((k) => k.kid === before.kid)).not.toHaveProperty("sealedPrivateJwk");
+    expect(ring(t).jwksEtag).toBe(etag);
+  });
+
+  test("a retired key's private half kept in the data is destroyed by the first pass of a service opened on it", async () => {
+    const dataDir = sharedDir();
+    const clock = new FakeClock();
+    const a = await app({ dataDir, clock });
+    const before = (await storedSet(a)).keys.find((k) => k.state === "current")!;
+    clock.advance(PERIOD_S);
+    await a.ctx.keys.tick();
+    const rotated = await storedSet(a);
+    const older = { ...rotated, version: rotated.version + 1, keys: rotated.keys.map((k) => (k.kid === before.kid ? { ...k, sealedPrivateJwk: before.sealedPrivateJwk } : k)) };
+    expect(await a.ctx.store.swapKeySet(older, rotated.version)).toBe(true);
+    await closeApp(a);
+    clock.advance(60);
+    const b = await app({ dataDir, clock, masterKey: a.masterKey });
+    await b.ctx.keys.tick();
+    const stripped = await storedSet(b);
+    expect(stripped.version).toBe(older.version + 1);
+    expect(stripped.keys.find((k) => k.kid === before.kid)).toEqual({ ...before, ...rotated.keys.find((k) => k.kid === before.kid)!, sealedPrivateJwk: undefined });
+    expect(stripped.keys.find((k) => k.kid === before.kid)).not.toHaveProperty("sealedPrivateJwk");
+  });
+
   test("rotate() right after a rotation is a conflict until the next key is max-age old", async () => {
     const t = await app();
     t.clock.advance(PERIOD_S);

@@ -8,6 +8,7 @@ import {
   jwksMaxAge,
   keysByState,
   nextKeyReadyAt,
+  nextPruneAt,
   pruneKeySet,
   recordMaxAge,
   replaceNextKey,
@@ -34,6 +35,12 @@ function key(kid: string, state: SigningKeyRecord["state"], createdAt: number): 
   };
 }
 
+/** `k` as retirement leaves it: its private half destroyed. */
+function withoutPrivate(k: SigningKeyRecord): SigningKeyRecord {
+  const { sealedPrivateJwk: _, ...rest } = k;
+  return rest;
+}
+
 /** current "c" (rotated at T0), next "n" created at T0, one retired key "r". */
 function sampleSet(): KeySetRecord {
   return {
@@ -43,7 +50,7 @@ function sampleSet(): KeySetRecord {
     keys: [
       { ...key("c", "current", T0 - 3600 * S), activatesAt: T0 },
       key("n", "next", T0),
-      { ...key("r", "retired", T0 - 7200 * S), activatesAt: T0 - 3600 * S, retiredAt: T0, removedFromJwksAt: T0 + RETAIN_MS },
+      { ...withoutPrivate(key("r", "retired", T0 - 7200 * S)), activatesAt: T0 - 3600 * S, retiredAt: T0, removedFromJwksAt: T0 + RETAIN_MS },
     ],
   };
 }
@@ -129,7 +136,7 @@ describe("rotateKeySet", () => {
     expect(rotateKeySet(set, key("x", "next", T0), T0 + 10 * S, 5)).not.toHaveProperty("readyAt");
   });
 
-  test("at readyAt: next becomes current, current retires with its removal time, a new next is published", () => {
+  test("at readyAt: next becomes current, current retires with its removal time and without its private half, a new next is published", () => {
     const set = sampleSet();
     const now = T0 + 300 * S;
     const rotated = rotateKeySet(set, key("x", "current", now - 1), now, 300);
@@ -138,7 +145,7 @@ describe("rotateKeySet", () => {
       version: 5,
       rotatedAt: now,
       keys: [
-        { ...set.keys[0]!, state: "retired", retiredAt: now, removedFromJwksAt: now + RETAIN_MS },
+        { ...withoutPrivate(set.keys[0]!), state: "retired", retiredAt: now, removedFromJwksAt: now + RETAIN_MS },
         { ...set.keys[1]!, state: "current", activatesAt: now },
         set.keys[2]!,
         key("x", "next", now - 1),
@@ -212,6 +219,27 @@ describe("pruneKeySet", () => {
     const { removedFromJwksAt: _, ...noRemoval } = set.keys[2]!;
     const kept = { ...set, keys: [set.keys[0]!, set.keys[1]!, noRemoval] };
     expect(pruneKeySet(kept, T0 + 100 * RETAIN_MS)).toBeUndefined();
+  });
+
+  test("destroys the private halves retired keys of a set written before retirement did kept; the current and next keys keep theirs", () => {
+    const set = sampleSet();
+    const older = { ...set, keys: [set.keys[0]!, set.keys[1]!, { ...set.keys[2]!, sealedPrivateJwk: "sealed-r" }] };
+    const pruned = pruneKeySet(older, T0);
+    expect(pruned).toEqual({ ...set, version: 5 });
+    expect(pruned?.keys.map((k) => k.sealedPrivateJwk)).toEqual(["sealed-c", "sealed-n", undefined]);
+    // Past the retired key's time, it goes and nothing else changes.
+    expect(pruneKeySet(older, T0 + RETAIN_MS)).toEqual({ ...set, version: 5, keys: [set.keys[0]!, set.keys[1]!] });
+  });
+});
+
+describe("nextPruneAt", () => {
+  test("the earliest removal of a retired key; undefined without one; the retirement of a retired key that still has its private half", () => {
+    const set = sampleSet();
+    expect(nextPruneAt(set)).toBe(T0 + RETAIN_MS);
+    expect(nextPruneAt({ ...set, keys: [set.keys[0]!, set.keys[1]!] })).toBeUndefined();
+    const later = { ...set.keys[2]!, kid: "r2", retiredAt: T0 + S, removedFromJwksAt: T0 + RETAIN_MS + S };
+    expect(nextPruneAt({ ...set, keys: [...set.keys, later] })).toBe(T0 + RETAIN_MS);
+    expect(nextPruneAt({ ...set, keys: [...set.keys, { ...later, sealedPrivateJwk: "sealed-r2" }] })).toBe(T0 + S);
   });
 });
 
