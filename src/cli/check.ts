@@ -79,7 +79,7 @@ export async function inspectData(store: Store, config: Config, where: string): 
   let opened = 0;
   for (const project of await store.listProjects()) {
     for (const key of (await store.getKeySet(project.id))?.keys ?? []) {
-      // A retired key's private half was destroyed when it retired; the keys that may sign keep theirs.
+      // A retired key's private half was dropped when it retired; the keys that may sign keep theirs.
       if (key.sealedPrivateJwk === undefined) {
         if (key.state === "retired") continue;
         throw new StartupError(`the ${key.state} signing key ${key.kid} in ${where} has no private half`);

@@ -12,7 +12,7 @@
  *   may be held longer: until then no next key signs either (`recordMaxAge`).
  * - A retired key stays in the JWKS until every token it may have signed has expired: retirement +
  *   the longest token lifetime + a clock-skew margin. It never signs again: its private half is
- *   destroyed when it retires (`retire`), and only the public half stays.
+ *   dropped when it retires (`retire`), and only the public half stays.
  * - A revoked key leaves the set (and the JWKS) at once and never signs again.
  */
 import type { KeySetRecord, SigningKeyRecord } from "../store/store.ts";
@@ -127,9 +127,9 @@ export function rotateKeySet(
   return { ...set, version: set.version + 1, rotatedAt: now, keys: [...keys, { ...newNext, state: "next" }] };
 }
 
-/** `key` retired: its private half destroyed, its public half kept. */
+/** `key` retired: its private half dropped, its public half kept. */
 function retire(key: SigningKeyRecord): SigningKeyRecord {
-  const { sealedPrivateJwk: _destroyed, ...kept } = key;
+  const { sealedPrivateJwk: _dropped, ...kept } = key;
   return { ...kept, state: "retired" };
 }
 
@@ -234,7 +234,7 @@ export function nextPruneAt(set: KeySetRecord): number | undefined {
 
 /**
  * Drops retired keys whose last token has expired, and the private halves retired keys kept in
- * sets written before retirement destroyed them; undefined when nothing changes.
+ * sets written before retirement dropped them; undefined when nothing changes.
  */
 export function pruneKeySet(set: KeySetRecord, now: number): KeySetRecord | undefined {
   const kept = set.keys.filter((k) => k.state !== "retired" || (k.removedFromJwksAt ?? Infinity) > now);

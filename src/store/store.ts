@@ -116,7 +116,7 @@ export type KeyState = "next" | "current" | "retired";
 
 /**
  * One signing key. The private half is sealed with the master key (AES-256-GCM) while the key may
- * sign (next, current); it is destroyed when the key retires, which keeps only its public half.
+ * sign (next, current); it is dropped when the key retires, which keeps only its public half.
  */
 export interface SigningKeyRecord {
   kid: string;

@@ -199,7 +199,7 @@ describe("KeyService rotation", () => {
     expect(ring(t).jwksEtag).toBe(etag);
   });
 
-  test("a retired key's private half kept in the data is destroyed by the first pass of a service opened on it", async () => {
+  test("a retired key's private half kept in the data is dropped by the first pass of a service opened on it", async () => {
     const dataDir = sharedDir();
     const clock = new FakeClock();
     const a = await app({ dataDir, clock });

@@ -35,7 +35,7 @@ function key(kid: string, state: SigningKeyRecord["state"], createdAt: number): 
   };
 }
 
-/** `k` as retirement leaves it: its private half destroyed. */
+/** `k` as retirement leaves it: its private half dropped. */
 function withoutPrivate(k: SigningKeyRecord): SigningKeyRecord {
   const { sealedPrivateJwk: _, ...rest } = k;
   return rest;
@@ -221,7 +221,7 @@ describe("pruneKeySet", () => {
     expect(pruneKeySet(kept, T0 + 100 * RETAIN_MS)).toBeUndefined();
   });
 
-  test("destroys the private halves retired keys of a set written before retirement did kept; the current and next keys keep theirs", () => {
+  test("drops the private halves retired keys of a set written before retirement did kept; the current and next keys keep theirs", () => {
     const set = sampleSet();
     const older = { ...set, keys: [set.keys[0]!, set.keys[1]!, { ...set.keys[2]!, sealedPrivateJwk: "sealed-r" }] };
     const pruned = pruneKeySet(older, T0);
