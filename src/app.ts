@@ -66,7 +66,14 @@ export function routeTable(ctx: AppContext): RouteDef[] {
     summary: "This API's OpenAPI 3.1 document",
     tag: "meta",
     auth: false,
-    success: { status: 200, description: "The OpenAPI document." },
+    success: {
+      status: 200,
+      description: "The OpenAPI document.",
+      documents: {
+        schema: Type.Object({ openapi: Type.String({ description: "`3.1.0`." }) }, { additionalProperties: true, description: "An OpenAPI 3.1 document." }),
+        contentType: "application/json",
+      },
+    },
     errors: [],
     handler: () => {
       document ??= JSON.stringify(openApiDocument(table, VERSION));

@@ -6,15 +6,30 @@
  */
 import type { TSchema } from "@sinclair/typebox";
 import { UUID_PATTERN } from "../core/ids.ts";
+import { trimmedTextPattern } from "../core/text.ts";
 import { OAUTH_ERROR_TABLE } from "../core/oauth/errors.ts";
 import { ERROR_TABLE } from "../errors.ts";
 import { ErrorBody } from "../schemas/common.ts";
 import { OAuthErrorBody } from "../schemas/oauth.ts";
-import { isOAuthPath, type RouteDef } from "./route.ts";
+import { isOAuthPath, type HeaderDocs, type RouteDef } from "./route.ts";
 
 const json = (schema: TSchema) => ({ "application/json": { schema: strip(schema) } });
 const form = (schema: TSchema) => ({ "application/x-www-form-urlencoded": { schema: strip(schema) } });
 const errorRef = (name: string) => ({ "application/json": { schema: { $ref: `#/components/schemas/${name}` } } });
+
+/** OpenAPI header objects of `docs` (none: nothing to add to the response). */
+const headers = (docs: HeaderDocs | undefined) =>
+  docs === undefined ? {} : { headers: Object.fromEntries(Object.entries(docs).map(([name, description]) => [name, { description, schema: { type: "string" } }])) };
+
+/** Headers of an error answer by status; the OAuth routes' errors are never cached either. */
+function errorHeaders(status: number, oauth: boolean): HeaderDocs | undefined {
+  const docs: Record<string, string> = {};
+  if (status === 401) docs["WWW-Authenticate"] = oauth ? "`Basic`: the client's credentials were refused." : "`Bearer`: the API key is missing, unknown, revoked or expired.";
+  if (status === 405) docs.Allow = "The methods the path answers.";
+  if (status === 503) docs["Retry-After"] = "Seconds to wait, when the server is shutting down.";
+  if (oauth) Object.assign(docs, { "Cache-Control": "`no-store`.", Pragma: "`no-cache`." });
+  return Object.keys(docs).length === 0 ? undefined : docs;
+}
 
 /**
  * The documented error response of a status: our code for it, or for OAuth routes the OAuth codes
@@ -26,7 +41,7 @@ function errorResponse(status: number, oauth: boolean): unknown {
   if (oauth && codes.length === 0) codes.push(["invalid_request", ours?.[1].message ?? "The request is invalid."]);
   if (!oauth && ours !== undefined) codes.push([ours[0], ours[1].message]);
   const description = codes.length === 0 ? "Error" : codes.map(([code, text]) => `\`${code}\`: ${text}`).join(" ");
-  return { description, content: errorRef(oauth ? "OAuthError" : "Error") };
+  return { description, ...headers(errorHeaders(status, oauth)), content: errorRef(oauth ? "OAuthError" : "Error") };
 }
 
 /** Drops TypeBox's symbol keys and our `errorMessage` extension by a JSON round trip. */
@@ -37,6 +52,11 @@ const strip = (schema: TSchema): unknown =>
       // A string checked by a regular expression (schemas/common.ts Chars): JSON Schema's own keywords.
       if (value !== null && typeof value === "object" && value.type === "RegExp") {
         const { min, max } = value["x-characters"] as { min: number; max: number };
+        // A trimmed field (schemas/common.ts Text): the text as sent may carry white space around its 1..max characters.
+        if (value["x-trimmed"] === true) {
+          const description = `${value.description} White space around it is trimmed first; then 1 to ${max} characters without control characters.`;
+          return { type: "string", description, minLength: 1, pattern: trimmedTextPattern(max).source };
+        }
         return { type: "string", description: value.description, minLength: min, maxLength: max, pattern: value.source };
       }
       // A UUID (schemas/common.ts Uuid): its format too, which tools read where a pattern means nothing to them.
@@ -75,13 +95,15 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
   for (const route of routes) {
     const path = route.path.replace(/:(\w+)/g, "{$1}");
     const responses: Record<string, unknown> = {
-      [route.success.status]: { description: route.success.description, ...successContent(route) },
+      [route.success.status]: { description: route.success.description, ...headers(route.success.headers), ...successContent(route) },
     };
-    for (const [status, description] of Object.entries(route.alsoAnswers ?? {})) responses[status] = { description };
+    for (const [status, answer] of Object.entries(route.alsoAnswers ?? {})) responses[status] = { description: answer.description, ...headers(answer.headers) };
     const oauth = isOAuthPath(route.path);
     // Under /v1/: the API key (401), and for a write its JSON body (413, 415), whatever the route.
     const managed = route.auth ? [401, ...(route.method === "GET" ? [] : [413, 415])] : [];
     for (const status of [...new Set([...route.errors, ...universal, ...managed])].sort()) responses[status] = errorResponse(status, oauth);
+    // Beside a prefix a proxy adds, the path stays at the host's root.
+    if (route.atRoot === true) (paths[path] ??= {}).servers = [{ url: "/", description: "The root of the host this document is served at" }];
     (paths[path] ??= {})[route.method.toLowerCase()] = {
       operationId: route.operationId,
       summary: route.summary,
@@ -96,8 +118,9 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
   return {
     openapi: "3.1.0",
     info: { title: "tokenmint", version, description: "Machine-to-machine JWT access tokens with rotating signing keys.", license: LICENSE },
-    // Relative: the host the document was read from (each project's host serves the same API).
-    servers: [{ url: "/", description: "The host this document is served at" }],
+    // Relative to the document's own address (each project's host serves the same API): behind a
+    // proxy that serves it under a path prefix, the operations are under that prefix too.
+    servers: [{ url: ".", description: "Where this document is served: the host, and the path prefix a proxy adds" }],
     security: [{ apiKey: [] }],
     components: {
       securitySchemes: {

@@ -20,6 +20,12 @@ export interface RouteInput {
   set: { status?: number; headers: Record<string, string | number> };
 }
 
+/** Headers an answer carries, by name, with what each says: for the OpenAPI document. */
+export type HeaderDocs = Readonly<Record<string, string>>;
+
+/** The headers of an answer that carries a secret or a token. */
+export const NO_STORE_HEADERS: HeaderDocs = { "Cache-Control": "`no-store`: never cached.", Pragma: "`no-cache`, for HTTP/1.0 caches." };
+
 export interface RouteDef {
   method: Method;
   /** Elysia path pattern, e.g. `/v1/providers/:providerId`. */
@@ -38,11 +44,16 @@ export interface RouteDef {
    * it builds itself names that body's schema and media type in `documents` instead, for the
    * OpenAPI document only (nothing validates it).
    */
-  success: { status: number; schema?: TSchema; description: string; documents?: { schema: TSchema; contentType: string } };
+  success: { status: number; schema?: TSchema; description: string; documents?: { schema: TSchema; contentType: string }; headers?: HeaderDocs };
   /** Error codes this route can answer besides the universal ones. */
   errors: number[];
-  /** Other answers than the success and the errors, by status, with their description (a 304). */
-  alsoAnswers?: Readonly<Record<number, string>>;
+  /** Other answers than the success and the errors, by status, with their description and headers (a 304). */
+  alsoAnswers?: Readonly<Record<number, { description: string; headers?: HeaderDocs }>>;
+  /**
+   * Served at the host's root even where a proxy puts the API under a path prefix (RFC 8414's
+   * metadata of an issuer with a path): the OpenAPI document gives it the root as its server.
+   */
+  atRoot?: boolean;
   /**
    * Answered by the direct lane (http/direct.ts) when all goes well: the routes asked most. Such a
    * route has no query schema and answers a Response or a JSON object.

@@ -16,9 +16,17 @@ import { plainTextPattern } from "../core/text.ts";
 export const Chars = (min: number, max: number, options: { description: string; errorMessage: string }) =>
   Type.RegExp(plainTextPattern(min, max), { ...options, "x-characters": { min, max } });
 
-/** A required free-text field: trimmed before validation, then 1..max characters, no control characters. */
+/**
+ * A required free-text field: trimmed before validation (TRIMMED_FIELDS), then 1..max characters,
+ * no control characters. The OpenAPI document shows the pattern of the text as sent.
+ */
 export const Text = (max: number, description: string) =>
-  Chars(1, max, { description, errorMessage: `must be a string of 1 to ${max} characters (after trimming) without control characters` });
+  Type.RegExp(plainTextPattern(1, max), {
+    description,
+    errorMessage: `must be a string of 1 to ${max} characters (after trimming) without control characters`,
+    "x-characters": { min: 1, max },
+    "x-trimmed": true,
+  });
 
 /**
  * Body fields that CONTRACT §2 trims before validation (`name` of providers and clients, `audience`

@@ -4,14 +4,22 @@ import { routeTable } from "../../src/app.ts";
 import { buildTestApp, type TestApp } from "../helpers/app.ts";
 import { json, mediaType } from "./support.ts";
 
+interface ResponseDoc {
+  description: string;
+  headers?: Record<string, { description: string; schema: unknown }>;
+  content?: Record<string, { schema: Record<string, unknown> }>;
+}
 interface Operation {
   operationId?: string;
   summary?: string;
   parameters?: { name: string; in: string; required: boolean; schema: unknown }[];
   requestBody?: { content: Record<string, { schema: Record<string, unknown> }> };
-  responses: Record<string, { description: string; content?: Record<string, { schema: Record<string, unknown> }> }>;
+  responses: Record<string, ResponseDoc>;
   security?: unknown[];
 }
+/** The servers a path item names for its operations (OpenAPI 3.1 §4.8.9), or undefined. */
+const pathServers = (item: Record<string, unknown>) => item.servers as { url: string }[] | undefined;
+
 interface Document {
   openapi: string;
   info: { title: string; version: string; license?: { name: string; identifier?: string } };
@@ -70,10 +78,93 @@ describe("OpenAPI document", () => {
     expect(doc.components.schemas.Error?.required?.sort()).toEqual(["code", "message"]);
   });
 
-  test("names its license (package.json's) and its server: the host it was read from", async () => {
+  test("names its license (package.json's) and its server: where it was read, a proxy's path prefix included", async () => {
     const pkg = (await Bun.file(new URL("../../package.json", import.meta.url)).json()) as { license: string };
     expect(doc.info.license).toEqual({ name: pkg.license, identifier: pkg.license });
-    expect(doc.servers).toEqual([expect.objectContaining({ url: "/" })]);
+    expect(doc.servers).toEqual([expect.objectContaining({ url: "." })]);
+    // As a generated client resolves it: the document read under a prefix, the operations under it too.
+    const server = new URL(doc.servers![0]!.url, "https://tokens.example.test/auth/openapi.json");
+    expect(new URL(`.${"/v1/providers"}`, server).href).toBe("https://tokens.example.test/auth/v1/providers");
+    expect(new URL(doc.servers![0]!.url, "https://tokens.example.test/openapi.json").href).toBe("https://tokens.example.test/");
+    expect(Object.values(doc.paths).filter((item) => pathServers(item) !== undefined)).toEqual([]);
+  });
+
+  test("an issuer with a path: its RFC 8414 metadata route is at the host's root, beside the prefix", async () => {
+    const prefixed = await buildTestApp({ publicUrl: "https://tokens.example.test/auth" });
+    try {
+      const res = await prefixed.request("GET", "/openapi.json");
+      const paths = (await json<Document>(res)).paths;
+      const atRoot = Object.entries(paths).filter(([, item]) => pathServers(item) !== undefined);
+      expect(atRoot.map(([path, item]) => [path, pathServers(item), Object.keys(item).sort()])).toEqual([
+        ["/.well-known/oauth-authorization-server/auth", [expect.objectContaining({ url: "/" })], ["get", "options", "servers"]],
+      ]);
+    } finally {
+      await prefixed.close();
+    }
+  });
+
+  test("the headers the contract requires are documented where they are sent", () => {
+    const header = (path: string, method: string, status: string, name: string) => doc.paths[path]?.[method]?.responses[status]?.headers?.[name];
+    for (const path of ["/.well-known/jwks", "/.well-known/jwks.json"]) {
+      for (const status of ["200", "304"]) for (const name of ["ETag", "Cache-Control", "Access-Control-Allow-Origin"]) expect({ path, status, name, documented: header(path, "get", status, name) !== undefined }).toEqual({ path, status, name, documented: true });
+    }
+    expect(header("/.well-known/openid-configuration", "get", "200", "Cache-Control")).toBeDefined();
+    expect(header("/.well-known/jwks", "options", "204", "Access-Control-Allow-Methods")?.description).toContain("GET, HEAD");
+    for (const [path, status] of [["/v1/providers/{providerId}/clients/{clientId}/tokens", "201"], ["/oauth/token", "200"], ["/oauth/introspect", "200"], ["/oauth/revoke", "200"], ["/v1/providers/{providerId}/clients/{clientId}/secrets", "201"]] as const) {
+      expect({ path, cacheControl: header(path, "post", status, "Cache-Control")?.description }).toEqual({ path, cacheControl: expect.stringContaining("no-store") });
+    }
+    expect(header("/v1/providers", "get", "401", "WWW-Authenticate")?.description).toContain("Bearer");
+    expect(header("/oauth/token", "post", "401", "WWW-Authenticate")?.description).toContain("Basic");
+    expect(header("/oauth/token", "post", "400", "Cache-Control")?.description).toContain("no-store");
+    expect(header("/v1/providers", "get", "405", "Allow")).toBeDefined();
+    expect(header("/v1/providers", "get", "503", "Retry-After")).toBeDefined();
+    expect(header("/v1/providers", "get", "404", "Cache-Control")).toBeUndefined();
+  });
+
+  test("the documented headers are the ones sent", async () => {
+    const jwks = await t.request("GET", "/.well-known/jwks");
+    const notModified = await t.request("GET", "/.well-known/jwks", undefined, { "if-none-match": jwks.headers.get("etag") as string });
+    expect(notModified.status).toBe(304);
+    const unauthorized = await t.request("GET", "/v1/providers");
+    const wrongMethod = await t.api("PUT", "/v1/providers");
+    const oauth = await t.request("POST", "/oauth/token", "grant_type=password", { "content-type": "application/x-www-form-urlencoded" });
+    const sent: [Response, string, string, string][] = [
+      [jwks, "/.well-known/jwks", "get", "200"],
+      [notModified, "/.well-known/jwks", "get", "304"],
+      [unauthorized, "/v1/providers", "get", "401"],
+      [wrongMethod, "/v1/providers", "get", "405"],
+      [oauth, "/oauth/token", "post", "401"],
+    ];
+    for (const [res, path, method, status] of sent) {
+      expect(String(res.status)).toBe(status);
+      for (const name of Object.keys(doc.paths[path]?.[method]?.responses[status]?.headers ?? {}).filter((n) => n !== "Retry-After")) {
+        expect({ path, status, name, sent: res.headers.has(name) }).toEqual({ path, status, name, sent: true });
+      }
+    }
+  });
+
+  test("the document's own answer is documented as JSON", () => {
+    expect(doc.paths["/openapi.json"]?.get?.responses["200"]?.content?.["application/json"]?.schema).toMatchObject({ type: "object", required: ["openapi"] });
+  });
+
+  test("a trimmed field's pattern takes a text as sent exactly when the server does", async () => {
+    const name = (doc.paths["/v1/providers"]?.post?.requestBody?.content["application/json"]?.schema as { properties: Record<string, { pattern: string; maxLength?: number; description: string }> }).properties.name!;
+    expect(name.maxLength).toBeUndefined();
+    expect(name.description).toContain("trimmed");
+    const pattern = new RegExp(name.pattern, "u");
+    const alphabet = ["a", "é", "😀", " ", "\t", "\n", "\r", "\u00a0", "\u2028", "\ufeff", "\u0000", "\u001f", "\u007f", "\u0085"];
+    const samples = ["", " ", "a", " a ", "\ta\n", "a\u0000", "\u00a0", "a".repeat(200), ` ${"a".repeat(200)} `, "a".repeat(201), `😀${"a".repeat(199)}`];
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    for (let i = 0; i < 300; i++) {
+      const length = Math.floor(random() * 8);
+      samples.push(Array.from({ length }, () => alphabet[Math.floor(random() * alphabet.length)]).join(""));
+    }
+    for (const sample of samples) {
+      const res = await t.api("POST", "/v1/providers", { name: sample });
+      expect({ sample, documented: pattern.test(sample) }).toEqual({ sample, documented: res.status === 201 });
+      if (res.status !== 201) expect({ sample, status: res.status }).toEqual({ sample, status: 400 });
+    }
   });
 
   test("every operation has an operationId, unique, in camelCase: what generated clients name their methods", () => {

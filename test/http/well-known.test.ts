@@ -209,6 +209,20 @@ describe("JWKS caching and lifecycle", () => {
     expect((await t.request("OPTIONS", "/v1/providers")).status).toBe(401);
   });
 
+  test("a preflight with a body ignores it, as a GET does: whatever its type, coding or size", async () => {
+    const bodies: [string, Record<string, string>][] = [
+      ["hello", { "content-type": "text/plain" }],
+      ["x", { "content-type": "application/json", "content-encoding": "gzip" }],
+      ["{".repeat(70_000), { "content-type": "application/json" }],
+    ];
+    for (const [body, headers] of bodies) {
+      for (const method of ["OPTIONS", "GET"]) {
+        const res = await t.request(method, "/.well-known/jwks", body, headers);
+        expect({ method, type: headers["content-type"], status: res.status }).toEqual({ method, type: headers["content-type"], status: method === "GET" ? 200 : 204 });
+      }
+    }
+  });
+
   test("304 with no body on a matching If-None-Match: exact, in a list, weak, or *", async () => {
     const etag = (await jwks()).headers.get("etag") ?? "";
     for (const header of [etag, `"other", ${etag}`, `W/${etag}`, `"a",W/${etag} , "b"`, "*"]) {

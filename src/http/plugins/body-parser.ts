@@ -184,6 +184,11 @@ export function parseBody(bytes: Uint8Array, request: Request, pathname: string)
   return oauth ? parseFormBytes(bytes, contentType) : parseJsonBytes(bytes, contentType);
 }
 
-/** Registers the parser for every route: form for OAuth paths, JSON for the rest. */
+/**
+ * Registers the parser for every route: form for OAuth paths, JSON for the rest. The only OPTIONS
+ * routes are CORS preflights, which take no body: one sent is ignored, as it is with a GET.
+ */
 export const bodyParser = (maxBytes: number) =>
-  new Elysia({ name: "body-parser" }).onParse({ as: "global" }, async ({ request, path }) => parseBody(await readBody(request, maxBytes), request, path));
+  new Elysia({ name: "body-parser" }).onParse({ as: "global" }, async ({ request, path }) =>
+    request.method === "OPTIONS" ? null : parseBody(await readBody(request, maxBytes), request, path),
+  );

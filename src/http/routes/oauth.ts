@@ -17,7 +17,7 @@ import type { ResolvedProject } from "../../core/projects.ts";
 import type { HostMatch } from "../../core/project-directory.ts";
 import type { AppContext } from "../../context.ts";
 import { OAuthIntrospectionResponse, OAuthTokenRequest, OAuthTokenResponse, OAuthTokenStatusRequest } from "../../schemas/oauth.ts";
-import { requestHost, type RouteDef } from "../route.ts";
+import { NO_STORE_HEADERS, requestHost, type RouteDef } from "../route.ts";
 
 /** Path of the token endpoint, below the issuer. */
 export const TOKEN_ENDPOINT_PATH = "/oauth/token";
@@ -78,7 +78,7 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       auth: false,
       direct: true,
       body: OAuthTokenRequest,
-      success: { status: 200, schema: OAuthTokenResponse, description: "`{access_token, token_type, expires_in}` (`Cache-Control: no-store`)." },
+      success: { status: 200, schema: OAuthTokenResponse, description: "`{access_token, token_type, expires_in}`.", headers: NO_STORE_HEADERS },
       errors: [400, 401, 413],
       handler: async ({ body, request, set }) => {
         const { project, url, auth } = at(request);
@@ -98,7 +98,8 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       success: {
         status: 200,
         schema: OAuthIntrospectionResponse,
-        description: "`{active: false}` for any token not active now; the token's claims with `active: true` otherwise (`Cache-Control: no-store`).",
+        description: "`{active: false}` for any token not active now; the token's claims with `active: true` otherwise.",
+        headers: NO_STORE_HEADERS,
       },
       errors: [400, 401, 413],
       handler: async ({ body, request, set }) => {
@@ -116,7 +117,7 @@ export function oauthRoutes(ctx: AppContext): RouteDef[] {
       tag: "oauth",
       auth: false,
       body: OAuthTokenStatusRequest,
-      success: { status: 200, description: "Empty body: the token is revoked, or was never an active token (`Cache-Control: no-store`)." },
+      success: { status: 200, description: "Empty body: the token is revoked, or was never an active token.", headers: NO_STORE_HEADERS },
       errors: [400, 401, 413],
       handler: async ({ body, request }) => {
         const { project, auth } = at(request);

@@ -16,7 +16,7 @@ import type { HostMatch } from "../../core/project-directory.ts";
 import type { KeyRing } from "../../keys/key-ring.ts";
 import type { Static } from "@sinclair/typebox";
 import { DiscoveryDocument, Jwks } from "../../schemas/discovery.ts";
-import { requestHost, type RouteDef } from "../route.ts";
+import { requestHost, type HeaderDocs, type RouteDef } from "../route.ts";
 import { INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_PATH } from "./oauth.ts";
 
 /** The claims every access token carries. */
@@ -44,6 +44,17 @@ export function discoveryDocument(issuer: string, ring: KeyRing): Static<typeof 
     claims_supported: CLAIMS,
   };
 }
+
+/** The headers of every discovery answer, as the OpenAPI document shows them. */
+const DISCOVERY_HEADERS: HeaderDocs = {
+  "Cache-Control": "`public, max-age=N`: N is 300 s, or half the rotation period if that is shorter.",
+  "Access-Control-Allow-Origin": "`*`: any origin may read it.",
+};
+const JWKS_HEADERS: HeaderDocs = {
+  ...DISCOVERY_HEADERS,
+  ETag: "A strong tag that changes whenever the key set changes; send it as If-None-Match.",
+  "Access-Control-Expose-Headers": "`ETag`.",
+};
 
 export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
   const cacheControl = (projectId: string) => `public, max-age=${ctx.keys.jwksMaxAge(projectId)}`;
@@ -96,9 +107,10 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
       status: 200,
       description: "`{keys: [...]}` with public members only; supports If-None-Match.",
       documents: { schema: Jwks, contentType: "application/jwk-set+json" },
+      headers: JWKS_HEADERS,
     },
     errors: [],
-    alsoAnswers: { 304: "Not modified: the If-None-Match matched the current ETag; no body." },
+    alsoAnswers: { 304: { description: "Not modified: the If-None-Match matched the current ETag; no body.", headers: JWKS_HEADERS } },
     handler: ({ request }) => jwks(request),
   });
 
@@ -114,6 +126,7 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
       status: 200,
       description: "Discovery document: issuer, jwks_uri, token_endpoint and what they support.",
       documents: { schema: DiscoveryDocument, contentType: "application/json" },
+      headers: DISCOVERY_HEADERS,
     },
     errors: [],
     handler: ({ request }) => {
@@ -131,14 +144,24 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
   });
 
   /** The preflight of a served route, named after it (`getJwks`: `preflightJwks`). */
-  const preflightRoute = ({ path, operationId }: RouteDef): RouteDef => ({
+  const preflightRoute = ({ path, operationId, atRoot }: RouteDef): RouteDef => ({
     method: "OPTIONS",
     path,
+    ...(atRoot === true ? { atRoot } : {}),
     operationId: operationId.replace(/^get/, "preflight"),
     summary: "CORS preflight: browsers may read this document from any origin",
     tag: "discovery",
     auth: false,
-    success: { status: 204, description: "`Access-Control-Allow-Origin: *`, methods GET and HEAD, header If-None-Match." },
+    success: {
+      status: 204,
+      description: "Any origin may GET or HEAD the document, with If-None-Match.",
+      headers: {
+        "Access-Control-Allow-Origin": "`*`.",
+        "Access-Control-Allow-Methods": "`GET, HEAD`.",
+        "Access-Control-Allow-Headers": "`If-None-Match`.",
+        "Access-Control-Max-Age": "`86400`: browsers may keep the answer a day.",
+      },
+    },
     errors: [],
     handler: () => new Response(null, { status: 204, headers: preflightHeaders }),
   });
@@ -158,6 +181,7 @@ export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
     served.push({
       ...metadata,
       direct: false,
+      atRoot: true,
       errors: [404],
       handler: (input) => {
         const { url } = ctx.projects.resolveHost(requestHost(input.request));

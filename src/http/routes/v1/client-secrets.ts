@@ -7,7 +7,7 @@ import * as secrets from "../../../core/client-secrets.ts";
 import type { AppContext } from "../../../context.ts";
 import { ClientSecretCreate, ClientSecretCreated, ClientSecretList, ClientSecretParams } from "../../../schemas/client-secrets.ts";
 import { ClientParams } from "../../../schemas/clients.ts";
-import type { RouteDef } from "../../route.ts";
+import { NO_STORE_HEADERS, type RouteDef } from "../../route.ts";
 import { clientSecretView } from "../../views.ts";
 
 export function clientSecretRoutes(ctx: AppContext): RouteDef[] {
@@ -24,7 +24,7 @@ export function clientSecretRoutes(ctx: AppContext): RouteDef[] {
       auth: true,
       params: ClientParams,
       body: ClientSecretCreate,
-      success: { status: 201, schema: ClientSecretCreated, description: "The new secret, shown only here (`Cache-Control: no-store`)." },
+      success: { status: 201, schema: ClientSecretCreated, description: "The new secret, shown only here.", headers: NO_STORE_HEADERS },
       errors: [400, 404, 409, 413, 415],
       handler: async ({ principal, params, set }) => {
         const { record, secret } = await secrets.createClientSecret(store, principal.projectId, params.providerId as string, params.clientId as string, clock.now());

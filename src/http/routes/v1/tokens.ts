@@ -9,7 +9,7 @@ import { tokenLifetime } from "../../../core/tokens.ts";
 import type { AppContext } from "../../../context.ts";
 import { ClientParams } from "../../../schemas/clients.ts";
 import { AccessToken, TokenRequest } from "../../../schemas/tokens.ts";
-import type { RouteDef } from "../../route.ts";
+import { NO_STORE_HEADERS, type RouteDef } from "../../route.ts";
 
 export function tokenRoutes(ctx: AppContext): RouteDef[] {
   return [
@@ -23,7 +23,7 @@ export function tokenRoutes(ctx: AppContext): RouteDef[] {
       direct: true,
       params: ClientParams,
       body: TokenRequest,
-      success: { status: 201, schema: AccessToken, description: "A signed JWT access token (`Cache-Control: no-store`)." },
+      success: { status: 201, schema: AccessToken, description: "A signed JWT access token.", headers: NO_STORE_HEADERS },
       errors: [400, 404, 413, 415],
       handler: async ({ principal, params, body, set }) => {
         const request = body as TokenRequest;
