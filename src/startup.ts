@@ -21,8 +21,21 @@ import { CachingStore } from "./store/caching-store.ts";
 import { openLmdbStore } from "./store/lmdb/lmdb-store.ts";
 import type { Store } from "./store/store.ts";
 
-/** Major version of the data format this build reads and writes. */
-export const DATA_FORMAT = 1;
+/**
+ * Major version of the data format this build writes. Format 2: a retired signing key has no
+ * private half (keys/lifecycle.ts), which a build of format 1 would take for a master key that
+ * does not open it. Data of format 1 is read, and marked 2 when a process of this build opens it
+ * to work on it (`openContext`); `check` and `backup` read either without writing.
+ */
+export const DATA_FORMAT = 2;
+
+/** The formats this build reads. */
+export const READ_FORMATS: readonly number[] = [1, DATA_FORMAT];
+
+/** The refusal of data of a format this build does not read, or undefined when it reads it. */
+export function formatProblem(format: number, where: string): StartupError | undefined {
+  return READ_FORMATS.includes(format) ? undefined : new StartupError(`the data in ${where} has format ${format}; this build reads formats ${READ_FORMATS.join(" and ")}`);
+}
 
 /** A reason to refuse start-up, shown to the operator as one line. */
 export class StartupError extends Error {
@@ -32,11 +45,14 @@ export class StartupError extends Error {
   }
 }
 
-async function checkFormat(store: Store, dataDir: string): Promise<void> {
+async function checkFormat(store: Store, dataDir: string, logger: Logger): Promise<void> {
   const format = await store.initMeta("format", DATA_FORMAT);
-  if (format !== DATA_FORMAT) {
-    throw new StartupError(`the data in ${dataDir} has format ${format}; this build reads format ${DATA_FORMAT}`);
-  }
+  const problem = formatProblem(format, dataDir);
+  if (problem !== undefined) throw problem;
+  if (format === DATA_FORMAT) return;
+  // Before anything of this build is written: from now on builds of format 1 refuse the data.
+  await store.setMeta("format", DATA_FORMAT);
+  logger.info("data format upgraded", { from: format, to: DATA_FORMAT });
 }
 
 /**
@@ -129,7 +145,7 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
     throw new StartupError(`cannot open the data directory ${config.dataDir}: ${(error as Error).message}`);
   }
   try {
-    await checkFormat(store, config.dataDir);
+    await checkFormat(store, config.dataDir, logger);
     const projectId = await ensureDefaultProject(store, clock.now());
     const masterKey = await unlockMasterKey(store, config, logger);
     // A server resolves projects with its own instance settings; a CLI command with those of the

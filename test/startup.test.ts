@@ -6,8 +6,9 @@ import { open } from "lmdb";
 import { loadConfig } from "../src/config/load.ts";
 import { systemClock } from "../src/context.ts";
 import { generateMasterKeyText } from "../src/keys/master-key.ts";
-import { silentLogger } from "../src/logging/logger.ts";
-import { LMDB_FILE } from "../src/store/lmdb/lmdb-store.ts";
+import { createLogger, silentLogger } from "../src/logging/logger.ts";
+import { LMDB_FILE, openLmdbFileReadOnly } from "../src/store/lmdb/lmdb-store.ts";
+import { inspectData } from "../src/cli/check.ts";
 import { DATA_FORMAT, openContext, StartupError, type OpenContextOptions } from "../src/startup.ts";
 import { createProject } from "../src/core/projects.ts";
 import { AppError } from "../src/errors.ts";
@@ -104,8 +105,45 @@ describe("openContext", () => {
         (error: unknown) => error,
       );
       expect(refusal).toBeInstanceOf(StartupError);
-      expect((refusal as Error).message).toBe(`the data in ${dir.path} has format ${DATA_FORMAT + 1}; this build reads format ${DATA_FORMAT}`);
+      expect((refusal as Error).message).toBe(`the data in ${dir.path} has format ${DATA_FORMAT + 1}; this build reads formats 1 and 2`);
       expect(sha256(join(dir.path, LMDB_FILE))).toBe(before);
+    });
+  });
+
+  test("data of format 1 is read without a write by check, and marked 2 by the first process that opens it to work on it", async () => {
+    expect(DATA_FORMAT).toBe(2);
+    await inTempDir(async (dir) => {
+      const config = settingsIn(dir.path, generateMasterKeyText())();
+      const ctx = await openContext(config, silentLogger, systemClock);
+      const keys = await ctx.keys.list(ctx.projectId);
+      await ctx.store.close();
+      const db = open({ path: join(dir.path, LMDB_FILE), encoding: "json", compression: false });
+      await db.put("meta:format", 1);
+      await db.close();
+      const before = sha256(join(dir.path, LMDB_FILE));
+
+      const readOnly = openLmdbFileReadOnly(join(dir.path, LMDB_FILE));
+      try {
+        expect(await inspectData(readOnly, config, dir.path)).toMatchObject({ format: 1, masterKey: { opened: 2 } });
+      } finally {
+        await readOnly.close();
+      }
+      expect(sha256(join(dir.path, LMDB_FILE))).toBe(before);
+
+      const lines: string[] = [];
+      const reopened = await openContext(config, createLogger("info", (line) => lines.push(line), systemClock.now), systemClock);
+      try {
+        expect(await reopened.store.getMeta<number>("format")).toBe(2);
+        expect(await reopened.keys.list(reopened.projectId)).toEqual(keys);
+        expect(lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === "data format upgraded")).toEqual([expect.objectContaining({ from: 1, to: 2 })]);
+      } finally {
+        await reopened.store.close();
+      }
+      // Once: the next process finds format 2.
+      lines.length = 0;
+      const again = await openContext(config, createLogger("info", (line) => lines.push(line), systemClock.now), systemClock);
+      await again.store.close();
+      expect(lines.filter((line) => line.includes("data format upgraded"))).toEqual([]);
     });
   });
 });

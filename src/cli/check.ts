@@ -19,7 +19,7 @@ import { keyViews } from "../keys/key-service.ts";
 import { jwksMaxAge, keysByState, scheduledRotationAt } from "../keys/lifecycle.ts";
 import { MasterKeyError, resolveMasterKey } from "../keys/master-key.ts";
 import { importMasterKey, privateKeyAad, unseal, verifyMasterKeyCheck } from "../keys/sealing.ts";
-import { checkProjectHosts, DATA_FORMAT, StartupError } from "../startup.ts";
+import { checkProjectHosts, formatProblem, StartupError } from "../startup.ts";
 import { dataFilesProblem, LMDB_FILE, openLmdbFileReadOnly, type LmdbStore } from "../store/lmdb/lmdb-store.ts";
 import type { KeySetRecord, Store } from "../store/store.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
@@ -63,7 +63,8 @@ export function openExistingData(dataDir: string): LmdbStore {
 export async function inspectData(store: Store, config: Config, where: string): Promise<DataReport> {
   const format = await store.getMeta<number>("format");
   if (format === undefined) throw new AppError("invalid_request", `${where} holds no tokenmint data`);
-  if (format !== DATA_FORMAT) throw new StartupError(`the data in ${where} has format ${format}; this build reads format ${DATA_FORMAT}`);
+  const problem = formatProblem(format, where);
+  if (problem !== undefined) throw problem;
   const projectId = await store.getMeta<string>("defaultProjectId");
   const record = projectId === undefined ? undefined : await store.getProject(projectId);
   const project = record === undefined ? undefined : resolveProject(record, (await servedSettings(store)) ?? config, record.id);

@@ -22,6 +22,7 @@ import { AppError } from "../errors.ts";
 import { keysByState } from "../keys/lifecycle.ts";
 import { MasterKeyError } from "../keys/master-key.ts";
 import { fsyncPath } from "../runtime/durable-files.ts";
+import { DATA_FORMAT } from "../startup.ts";
 import { lmdbFileProblem } from "../store/lmdb/lmdb-file.ts";
 import { CHANGES_FILE, LMDB_FILE, openLmdbFileForRestore, openLmdbFileReadOnly, type ExpiringEntry } from "../store/lmdb/lmdb-store.ts";
 import type { ApiKeyRecord, ClientRecord, KeySetRecord, Page, PageRequest, SigningKeyRecord } from "../store/store.ts";
@@ -208,6 +209,8 @@ async function keepFromReplaced(staged: string, replaced: Replaced | string | un
   const store = openLmdbFileForRestore(staged);
   const kept: Kept = { signingKeys: 0, revocations: 0 };
   try {
+    // What is kept was written by this build (a retired key without its private half): a backup of format 1 is marked as such data.
+    if ((await store.getMeta<number>("format")) !== DATA_FORMAT) await store.setMeta("format", DATA_FORMAT);
     const projects = new Set((await store.listProjects()).map((p) => p.id));
     for (const projectId of projects) {
       const set = replaced.keySets.get(projectId);

@@ -355,7 +355,7 @@ export class KeyService {
     let pending: Promise<SigningKeyRecord> | undefined;
     // What the attempt that finally swapped did; logged only after the swap succeeded, so a
     // process that lost the race does not report a rotation it did not make.
-    let outcome = { removed: 0 } as "rotated" | "replaced" | { removed: number } | { aheadMs: number };
+    let outcome = { removed: 0, dropped: 0 } as "rotated" | "replaced" | { removed: number; dropped: number } | { aheadMs: number };
     const written = await this.#swap(projectId, async (stored) => {
       const now = this.#o.now();
       const policy = this.#policy(projectId);
@@ -393,7 +393,11 @@ export class KeyService {
         return aheadMs > 0 ? rebaseKeySet(set, key, at) : replaceNextKey(set, { ...key, createdAt: at });
       }
       const pruned = pruneKeySet(set, now);
-      outcome = { removed: pruned === undefined ? 0 : set.keys.length - pruned.keys.length };
+      const sealed = new Set(set.keys.filter((k) => k.state === "retired" && k.sealedPrivateJwk !== undefined).map((k) => k.kid));
+      outcome = {
+        removed: pruned === undefined ? 0 : set.keys.length - pruned.keys.length,
+        dropped: pruned === undefined ? 0 : pruned.keys.filter((k) => sealed.has(k.kid)).length,
+      };
       return pruned ?? recorded;
     });
     if (written === undefined) return;
@@ -405,7 +409,11 @@ export class KeyService {
         aheadSeconds: Math.round(outcome.aheadMs / 1000),
         kid: next.kid,
       });
-    } else if (outcome.removed > 0) this.#o.logger.info("retired signing keys removed", { count: outcome.removed });
+    } else {
+      if (outcome.removed > 0) this.#o.logger.info("retired signing keys removed", { count: outcome.removed });
+      // Kept by a version before retirement dropped them (keys/lifecycle.ts pruneKeySet).
+      if (outcome.dropped > 0) this.#o.logger.info("private halves of retired signing keys dropped", { count: outcome.dropped });
+    }
   }
 
   /** Promotes the next key now. Conflict when it has not been published for the JWKS max-age yet. */

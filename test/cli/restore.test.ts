@@ -5,10 +5,12 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import { join } from "node:path";
+import { open } from "lmdb";
 import { parseArgs } from "../../src/cli/args.ts";
 import { restoreCommand } from "../../src/cli/restore.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { generateMasterKeyText } from "../../src/keys/master-key.ts";
+import { LMDB_FILE, openLmdbFileReadOnly } from "../../src/store/lmdb/lmdb-store.ts";
 import { buildTestApp, FakeClock, tempDir, type TestApp } from "../helpers/app.ts";
 
 const dirs: { remove: () => void }[] = [];
@@ -99,5 +101,37 @@ test("restored onto older data, retired keys that data never published stay in t
   } finally {
     await standby?.close();
     await primary.close();
+  }
+});
+
+test("a backup of format 1 restored with the newer key set of the data replaced is marked format 2, as that set was written", async () => {
+  const clock = new FakeClock();
+  const dataDir = newDir();
+  const masterKey = generateMasterKeyText();
+  const file = join(newDir(), "backup.mdb");
+  let t = await buildTestApp({ clock, dataDir, masterKey });
+  await t.ctx.store.backup(file);
+  // The backup as an earlier version would have written it.
+  const db = open({ path: file, encoding: "json", compression: false });
+  await db.put("meta:format", 1);
+  await db.close();
+  await rotate(t);
+  const published = await jwksKids(t);
+  await t.close();
+
+  expect((await restore(dataDir, masterKey, file, clock)).json).toMatchObject({ kept: { signingKeys: 1, revocations: 0 } });
+  const restored = openLmdbFileReadOnly(join(dataDir, LMDB_FILE));
+  try {
+    expect(await restored.getMeta<number>("format")).toBe(2);
+    const set = await restored.getKeySet((await restored.getMeta<string>("defaultProjectId")) as string);
+    expect(set?.keys.filter((k) => k.state === "retired").map((k) => k.sealedPrivateJwk)).toEqual([undefined]);
+  } finally {
+    await restored.close();
+  }
+  t = await buildTestApp({ clock, dataDir, masterKey });
+  try {
+    expect(await jwksKids(t)).toEqual(published);
+  } finally {
+    await t.close();
   }
 });

@@ -211,8 +211,12 @@ describe("KeyService rotation", () => {
     expect(await a.ctx.store.swapKeySet(older, rotated.version)).toBe(true);
     await closeApp(a);
     clock.advance(60);
-    const b = await app({ dataDir, clock, masterKey: a.masterKey });
+    const logLines: string[] = [];
+    const b = await app({ dataDir, clock, masterKey: a.masterKey, logLines });
     await b.ctx.keys.tick();
+    await b.ctx.keys.tick();
+    // Said once, with how many: the operator sees when it happened.
+    expect(logLines.filter((line) => line.includes("private halves of retired signing keys dropped"))).toEqual([expect.stringContaining('"count":1')]);
     const stripped = await storedSet(b);
     expect(stripped.version).toBe(older.version + 1);
     expect(stripped.keys.find((k) => k.kid === before.kid)).toEqual({ ...before, ...rotated.keys.find((k) => k.kid === before.kid)!, sealedPrivateJwk: undefined });
