@@ -124,6 +124,11 @@ describe("errors", () => {
     await expectError(await t.api("POST", `${tokens}?expiresIn=5`), 400, "invalid_request", "Unknown query parameter 'expiresIn'");
     await expectError(await t.api("GET", `/v1/providers/${providerId}?verbose=1`), 400, "invalid_request", "Unknown query parameter 'verbose'");
     await expectError(await t.api("POST", `/v1/keys/rotate?force=true`), 400, "invalid_request", "Unknown query parameter 'force'");
+    // Named as sent: an empty name, and names with the characters a JSON pointer escapes.
+    await expectError(await t.api("GET", "/v1/providers?=1"), 400, "invalid_request", "Unknown query parameter ''");
+    await expectError(await t.api("POST", "/v1/providers", { name: "x", "": 1 }), 400, "invalid_request", "Unknown field ''");
+    await expectError(await t.api("POST", "/v1/providers", { name: "x", "a/b": 1 }), 400, "invalid_request", "Unknown field 'a/b'");
+    await expectError(await t.api("POST", "/v1/providers", { name: "x", "a~b": 1 }), 400, "invalid_request", "Unknown field 'a~b'");
     // Known ones still work, and an empty query is no parameter.
     expect((await t.api("GET", "/v1/providers?limit=1")).status).toBe(200);
     expect((await t.api("POST", `${tokens}?`)).status).toBe(201);
@@ -382,6 +387,28 @@ describe("a store that cannot write", () => {
       expect(String(failed[0]?.stack)).toStartWith("StoreError: cannot write /data/tokenmint.mdb: No space left on device\n");
     } finally {
       t.ctx.store.createProvider = original;
+      await t.close();
+    }
+  });
+});
+
+describe("a stored record that breaks its response schema", () => {
+  test("500; the log line says where it breaks the schema, never the record's values", async () => {
+    const logLines: string[] = [];
+    const t = await buildTestApp({ logLines });
+    try {
+      const { providerId, clientId } = await createProviderAndClient(t, "https://zqx-audience.example.test");
+      // Data changed outside the service: a name that is not a string.
+      await t.ctx.store.updateClient(t.ctx.projectId, providerId, clientId, (c) => ({ ...c, name: { secret: "ZQX-NAME" } as unknown as string }));
+      const res = await t.api("GET", `/v1/providers/${providerId}/clients/${clientId}`);
+      await expectError(res, 500, "internal_error");
+      const failed = logLines.filter((line) => line.includes('"request failed"'));
+      expect(failed).toHaveLength(1);
+      for (const leak of ["ZQX", "zqx-audience", providerId, clientId]) expect(failed[0]).not.toContain(leak);
+      const stack = String((JSON.parse(failed[0] as string) as { stack: string }).stack);
+      expect(stack).toStartWith("ValidationError: the response does not match its schema at '/name'\n");
+      expect(stack).toMatch(/\n\s+at /);
+    } finally {
       await t.close();
     }
   });

@@ -30,10 +30,12 @@ export function describeValidation(error: ValidationError, form = false): string
   const where = form && error.type === "body" ? "parameter" : (WHERE[error.type as keyof typeof WHERE] ?? "value");
   const first = (error.all as ValueErrorLike[])[0];
   if (first === undefined) return "The request is invalid.";
-  const name = first.path.replace(/^\//, "").replaceAll("/", ".") || "(body)";
+  // A JSON pointer (RFC 6901): "" is the whole value, "/" a member named "", "~1" a "/" and "~0" a "~".
+  const segments = first.path === "" ? [] : first.path.slice(1).split("/").map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
+  const name = segments.join(".");
   if (first.message === "Unexpected property") return `Unknown ${where} '${name}'.`;
   if (first.message === "Expected required property") return `Missing required ${where} '${name}'.`;
-  if (name === "(body)") return "The request body must be a JSON object.";
+  if (segments.length === 0) return "The request body must be a JSON object.";
   const detail = first.schema?.errorMessage ?? first.message.charAt(0).toLowerCase() + first.message.slice(1);
   return `Invalid ${where} '${name}': ${detail}.`;
 }
@@ -69,6 +71,18 @@ export function toAppError(error: unknown, code: string, method: string, url: st
   return error;
 }
 
+/**
+ * The stack of a fault, fit for the log. A response that breaks its schema (stored data that was
+ * changed or damaged) is told by where, never by the values Elysia's message quotes: those are
+ * the record's names, ids and audiences.
+ */
+export function loggableStack(error: Error): string | undefined {
+  if (!(error instanceof ValidationError)) return error.stack;
+  const at = (error.all as ValueErrorLike[])[0]?.path ?? "";
+  const frames = (error.stack ?? "").split("\n").filter((line) => /^\s+at /.test(line));
+  return [`ValidationError: the ${error.type} does not match its schema at '${at}'`, ...frames].join("\n");
+}
+
 /** An error's answer: status, headers and body. */
 export interface ErrorAnswer {
   status: number;
@@ -93,7 +107,7 @@ export function errorAnswer(logger: Logger, routes: readonly RouteDef[], error: 
       route: route || undefined,
       status: answer.status,
       error: error instanceof Error ? error.name : "unknown",
-      stack: error instanceof Error ? error.stack : undefined,
+      stack: error instanceof Error ? loggableStack(error) : undefined,
     });
   }
   return { ...answer, headers: { ...answer.headers, "content-type": "application/json" } };
