@@ -24,8 +24,10 @@ import type { Store } from "./store/store.ts";
 /**
  * Major version of the data format this build writes. Format 2: a retired signing key has no
  * private half (keys/lifecycle.ts), which a build of format 1 would take for a master key that
- * does not open it. Data of format 1 is read, and marked 2 when a process of this build opens it
- * to work on it (`openContext`); `check` and `backup` read either without writing.
+ * does not open it. Data of format 1 is read, and marked 2 by a server of this build once the
+ * data passed its checks (`openContext`); until then every command of this build keeps to
+ * format 1 (a retired key keeps its private half), so a server of an earlier build may still
+ * run on it while the executable is replaced.
  */
 export const DATA_FORMAT = 2;
 
@@ -45,14 +47,12 @@ export class StartupError extends Error {
   }
 }
 
-async function checkFormat(store: Store, dataDir: string, logger: Logger): Promise<void> {
+/** The format of the data in `store` (new data gets this build's); refuses one this build does not read. */
+async function checkFormat(store: Store, dataDir: string): Promise<number> {
   const format = await store.initMeta("format", DATA_FORMAT);
   const problem = formatProblem(format, dataDir);
   if (problem !== undefined) throw problem;
-  if (format === DATA_FORMAT) return;
-  // Before anything of this build is written: from now on builds of format 1 refuse the data.
-  await store.setMeta("format", DATA_FORMAT);
-  logger.info("data format upgraded", { from: format, to: DATA_FORMAT });
+  return format;
 }
 
 /**
@@ -145,7 +145,7 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
     throw new StartupError(`cannot open the data directory ${config.dataDir}: ${(error as Error).message}`);
   }
   try {
-    await checkFormat(store, config.dataDir, logger);
+    let format = await checkFormat(store, config.dataDir);
     const projectId = await ensureDefaultProject(store, clock.now());
     const masterKey = await unlockMasterKey(store, config, logger);
     // A server resolves projects with its own instance settings; a CLI command with those of the
@@ -154,6 +154,13 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
     const served = maintain ? undefined : await servedSettings(store);
     const instance: InstanceSettings = served ?? config;
     await checkProjectHosts(store, instance, config.dataDir);
+    // A server marks data of format 1 as 2 once it passed every check, before any key pass: from
+    // then on builds of format 1 refuse it. A command never does (see DATA_FORMAT).
+    if (maintain && format !== DATA_FORMAT) {
+      await store.setMeta("format", DATA_FORMAT);
+      logger.info("data format upgraded", { from: format, to: DATA_FORMAT });
+      format = DATA_FORMAT;
+    }
     const signers = new SignerFactory({
       mode: options.libcrypto === "never" ? "builtin" : config.signer,
       logger,
@@ -185,6 +192,7 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
       },
       signers,
       maintainOnLoad: options.maintainKeys,
+      keepRetiredPrivateHalves: format < 2,
       // A CLI command on data no server has started on yet does not know the server's instance
       // settings. Where a project's rotation period comes from them, the server may serve its
       // JWKS with any max-age up to the bound, so a manual rotation waits that long after the

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { open } from "lmdb";
 import { loadConfig } from "../src/config/load.ts";
 import { systemClock } from "../src/context.ts";
-import { generateMasterKeyText } from "../src/keys/master-key.ts";
+import { generateMasterKeyText, MasterKeyError } from "../src/keys/master-key.ts";
 import { createLogger, silentLogger } from "../src/logging/logger.ts";
 import { LMDB_FILE, openLmdbFileReadOnly } from "../src/store/lmdb/lmdb-store.ts";
 import { inspectData } from "../src/cli/check.ts";
@@ -110,38 +110,73 @@ describe("openContext", () => {
     });
   });
 
-  test("data of format 1 is read without a write by check, and marked 2 by the first process that opens it to work on it", async () => {
+  test("data of format 1: checked and managed as format 1 by commands; marked 2 by a server once it passed its checks", async () => {
     expect(DATA_FORMAT).toBe(2);
     await inTempDir(async (dir) => {
+      const clock = new FakeClock();
       const config = settingsIn(dir.path, generateMasterKeyText())();
-      const ctx = await openContext(config, silentLogger, systemClock);
-      const keys = await ctx.keys.list(ctx.projectId);
-      await ctx.store.close();
-      const db = open({ path: join(dir.path, LMDB_FILE), encoding: "json", compression: false });
+      const file = join(dir.path, LMDB_FILE);
+      const first = await openContext(config, silentLogger, clock);
+      const keys = await first.keys.list(first.projectId);
+      await first.store.close();
+      const db = open({ path: file, encoding: "json", compression: false });
       await db.put("meta:format", 1);
       await db.close();
-      const before = sha256(join(dir.path, LMDB_FILE));
+      const format = async () => {
+        const readOnly = openLmdbFileReadOnly(file);
+        try {
+          return await readOnly.getMeta<number>("format");
+        } finally {
+          await readOnly.close();
+        }
+      };
+      const before = sha256(file);
 
-      const readOnly = openLmdbFileReadOnly(join(dir.path, LMDB_FILE));
+      // check reads it as it is.
+      const readOnly = openLmdbFileReadOnly(file);
       try {
         expect(await inspectData(readOnly, config, dir.path)).toMatchObject({ format: 1, masterKey: { opened: 2 } });
       } finally {
         await readOnly.close();
       }
-      expect(sha256(join(dir.path, LMDB_FILE))).toBe(before);
+      expect(sha256(file)).toBe(before);
 
+      // A server refused (a wrong master key) changes nothing.
+      const wrong = settingsIn(dir.path, generateMasterKeyText())();
+      expect(await openContext(wrong, silentLogger, clock).then(() => undefined, (error: unknown) => error)).toBeInstanceOf(MasterKeyError);
+      expect(sha256(file)).toBe(before);
+
+      // A command keeps to format 1: a key it retires keeps its private half.
       const lines: string[] = [];
-      const reopened = await openContext(config, createLogger("info", (line) => lines.push(line), systemClock.now), systemClock);
+      const logger = createLogger("info", (line) => lines.push(line), clock.now);
+      const command = await openContext(config, logger, clock, { maintainKeys: false, loadKeys: false });
       try {
-        expect(await reopened.store.getMeta<number>("format")).toBe(2);
-        expect(await reopened.keys.list(reopened.projectId)).toEqual(keys);
-        expect(lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === "data format upgraded")).toEqual([expect.objectContaining({ from: 1, to: 2 })]);
+        clock.advance(MAX_JWKS_MAX_AGE_S + 1);
+        await command.keys.rotate(command.projectId);
+        const set = await command.store.getKeySet(command.projectId);
+        expect(set?.keys.find((k) => k.state === "retired")?.sealedPrivateJwk).toBeString();
       } finally {
-        await reopened.store.close();
+        await command.store.close();
       }
-      // Once: the next process finds format 2.
+      expect(await format()).toBe(1);
+      expect(lines.filter((line) => line.includes("data format upgraded"))).toEqual([]);
+
+      // A server marks it 2 and logs it once; its first pass drops the retired key's private half.
+      const server = await openContext(config, logger, clock);
+      try {
+        expect(await server.store.getMeta<number>("format")).toBe(2);
+        expect((await server.keys.list(server.projectId)).map((k) => k.kid)).toEqual(expect.arrayContaining(keys.map((k) => k.kid)));
+        await server.keys.tick();
+        expect((await server.store.getKeySet(server.projectId))?.keys.filter((k) => k.sealedPrivateJwk !== undefined).map((k) => k.state).sort()).toEqual(["current", "next"]);
+      } finally {
+        await server.store.close();
+      }
+      const said = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(said.filter((line) => line.msg === "data format upgraded")).toEqual([expect.objectContaining({ from: 1, to: 2 })]);
+      expect(said.filter((line) => line.msg === "private halves of retired signing keys dropped")).toEqual([expect.objectContaining({ count: 1 })]);
+      // Once: the next server finds format 2.
       lines.length = 0;
-      const again = await openContext(config, createLogger("info", (line) => lines.push(line), systemClock.now), systemClock);
+      const again = await openContext(config, logger, clock);
       await again.store.close();
       expect(lines.filter((line) => line.includes("data format upgraded"))).toEqual([]);
     });

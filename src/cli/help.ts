@@ -98,7 +98,7 @@ Prints 'Backed up DIR to FILE (N bytes)', or {"file", "bytes"} with --json.`,
 
 Replaces the data directory's tokenmint.mdb with the backup FILE. Stop the server first (and
 run no other command on the directory meanwhile): restore refuses while a server serves it.
-It also refuses when FILE is not a tokenmint backup of this data format, or when the configured
+It also refuses when FILE is not a tokenmint backup of a data format it reads, or when the configured
 master key does not open its signing keys. A refusal changes nothing.
 
 The data comes back as it was at the backup, but no revocation is undone and no signing key in
@@ -114,8 +114,8 @@ Prints the restored file and its size, or {"file", "dataFile", "bytes", "kept": 
   check: `Usage: tokenmint check [--data-dir DIR] [--json]
 
 Checks, without writing anything, what 'serve' needs: the settings are valid, the data
-directory holds data of the format this build reads, and the master key opens every sealed
-signing key. Then shows the default project's keys: the current kid and algorithm, the next
+directory holds data of a format this build reads, and the master key opens every sealed
+private key (those of the current and next keys, and of retired keys in data of format 1). Then shows the default project's keys: the current kid and algorithm, the next
 key and the next rotation. Exit code 0 when all is well; 1 with one line on stderr otherwise
 (for example 'no data yet in DIR', or a master key that does not match).
 

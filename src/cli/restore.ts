@@ -2,7 +2,7 @@
  * @module cli/restore
  * `tokenmint restore FILE`: replaces the data directory's `tokenmint.mdb` with a backup. It runs
  * without the context (which would create data) and refuses, changing nothing, while a server
- * holds the data directory, when FILE is not tokenmint data of this format, or when the
+ * holds the data directory, when FILE is not tokenmint data of a format it reads, or when the
  * configured master key does not open its signing keys. The backup is copied into the data
  * directory under a temporary name, checked there, flushed, and renamed over `tokenmint.mdb`;
  * the stale lock file and change announcements go with the old data.
@@ -209,8 +209,6 @@ async function keepFromReplaced(staged: string, replaced: Replaced | string | un
   const store = openLmdbFileForRestore(staged);
   const kept: Kept = { signingKeys: 0, revocations: 0 };
   try {
-    // What is kept was written by this build (a retired key without its private half): a backup of format 1 is marked as such data.
-    if ((await store.getMeta<number>("format")) !== DATA_FORMAT) await store.setMeta("format", DATA_FORMAT);
     const projects = new Set((await store.listProjects()).map((p) => p.id));
     for (const projectId of projects) {
       const set = replaced.keySets.get(projectId);
@@ -223,6 +221,10 @@ async function keepFromReplaced(staged: string, replaced: Replaced | string | un
       if (restored === undefined || lastPublished(set) > lastPublished(restored)) {
         await swap(set);
         kept.signingKeys++;
+        // A set of format 2 (a retired key without its private half) makes a backup of format 1 such data.
+        if (set.keys.some((k) => k.state === "retired" && k.sealedPrivateJwk === undefined) && (await store.getMeta<number>("format")) !== DATA_FORMAT) {
+          await store.setMeta("format", DATA_FORMAT);
+        }
         continue;
       }
       // The backup's set stays, less the retired keys revoked since (a leaked key stays out).

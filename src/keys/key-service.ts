@@ -95,6 +95,11 @@ export interface KeyServiceOptions {
   rotationWait?: (projectId: string) => number;
   /** Makes a new key; default generateSigningKey. A test stands in to stretch the time a key takes. */
   generateKey?: typeof generateSigningKey;
+  /**
+   * The data is of format 1 (startup.ts DATA_FORMAT): a key keeps its private half when it
+   * retires, as builds of that format expect. Default false: it is dropped.
+   */
+  keepRetiredPrivateHalves?: boolean;
 }
 
 /** How a project's keys are generated and rotated. */
@@ -375,10 +380,10 @@ export class KeyService {
         pending ??= this.#generate(projectId, "next");
         const key = await pending;
         const at = this.#o.now();
-        const rotated = rotateKeySet(set, { ...key, createdAt: at }, at, maxAge);
+        const rotated = rotateKeySet(set, { ...key, createdAt: at }, at, maxAge, this.#o.keepRetiredPrivateHalves);
         if (!("readyAt" in rotated)) {
           outcome = "rotated";
-          return pruneKeySet(rotated, at) ?? rotated;
+          return pruneKeySet(rotated, at, this.#o.keepRetiredPrivateHalves) ?? rotated;
         }
         if (!newAlg) return recorded;
       }
@@ -392,7 +397,7 @@ export class KeyService {
         outcome = aheadMs > 0 ? { aheadMs } : "replaced";
         return aheadMs > 0 ? rebaseKeySet(set, key, at) : replaceNextKey(set, { ...key, createdAt: at });
       }
-      const pruned = pruneKeySet(set, now);
+      const pruned = pruneKeySet(set, now, this.#o.keepRetiredPrivateHalves);
       const sealed = new Set(set.keys.filter((k) => k.state === "retired" && k.sealedPrivateJwk !== undefined).map((k) => k.kid));
       outcome = {
         removed: pruned === undefined ? 0 : set.keys.length - pruned.keys.length,
@@ -437,7 +442,7 @@ export class KeyService {
       pending ??= this.#generate(projectId, "next");
       const key = await pending;
       const now = this.#o.now(); // once made (see #maintain)
-      const rotated = rotateKeySet(set, { ...key, createdAt: now }, now, maxAge);
+      const rotated = rotateKeySet(set, { ...key, createdAt: now }, now, maxAge, this.#o.keepRetiredPrivateHalves);
       if ("readyAt" in rotated) throw new Error("rotation refused after its readiness check");
       return rotated;
     });
@@ -742,7 +747,7 @@ export class KeyService {
     if (keysByState(set).next.alg !== policy.signingAlg || aheadOfClock(set, this.#o.now()) > 0 || maxAgeChanged(set, jwksMaxAge(policy.rotationPeriod))) {
       return this.#o.now();
     }
-    return Math.min(this.#nextRotation(projectId, set) ?? Number.POSITIVE_INFINITY, nextPruneAt(set) ?? Number.POSITIVE_INFINITY);
+    return Math.min(this.#nextRotation(projectId, set) ?? Number.POSITIVE_INFINITY, nextPruneAt(set, this.#o.keepRetiredPrivateHalves) ?? Number.POSITIVE_INFINITY);
   }
 
   /**

@@ -107,20 +107,22 @@ export function scheduledRotationAt(set: KeySetRecord, periodS: number, maxAgeS:
 }
 
 /**
- * Rotates: next becomes current, current retires, `newNext` is published. Returns `readyAt`
- * instead when the next key has not been published for the JWKS max-age yet.
+ * Rotates: next becomes current, current retires (without its private half, unless
+ * `keepPrivate`: data of format 1), `newNext` is published. Returns `readyAt` instead when the
+ * next key has not been published for the JWKS max-age yet.
  */
 export function rotateKeySet(
   set: KeySetRecord,
   newNext: SigningKeyRecord,
   now: number,
   maxAgeS: number,
+  keepPrivate = false,
 ): KeySetRecord | { readyAt: number } {
   const readyAt = nextKeyReadyAt(set, maxAgeS);
   if (now < readyAt) return { readyAt };
   const { current, next } = keysByState(set);
   const keys = set.keys.map((k): SigningKeyRecord => {
-    if (k.kid === current.kid) return { ...retire(k), retiredAt: now, removedFromJwksAt: retiredUntil(now) };
+    if (k.kid === current.kid) return { ...(keepPrivate ? k : retire(k)), state: "retired", retiredAt: now, removedFromJwksAt: retiredUntil(now) };
     if (k.kid === next.kid) return { ...k, state: "current", activatesAt: now };
     return k;
   });
@@ -220,25 +222,27 @@ export function shiftKeySet(set: KeySetRecord, byMs: number, at: number): KeySet
 
 /**
  * When `pruneKeySet` next changes the set: the earliest time a retired key leaves the JWKS, or its
- * retirement (a time past) when a retired key still has its private half (undefined: never).
+ * retirement (a time past) when a retired key still has its private half and `keepPrivate` is
+ * not set (undefined: never).
  */
-export function nextPruneAt(set: KeySetRecord): number | undefined {
+export function nextPruneAt(set: KeySetRecord, keepPrivate = false): number | undefined {
   let at: number | undefined;
   for (const k of set.keys) {
     if (k.state !== "retired") continue;
-    const when = k.sealedPrivateJwk !== undefined ? (k.retiredAt ?? 0) : k.removedFromJwksAt;
+    const when = !keepPrivate && k.sealedPrivateJwk !== undefined ? (k.retiredAt ?? 0) : k.removedFromJwksAt;
     if (when !== undefined && (at === undefined || when < at)) at = when;
   }
   return at;
 }
 
 /**
- * Drops retired keys whose last token has expired, and the private halves retired keys kept in
- * sets written before retirement dropped them; undefined when nothing changes.
+ * Drops retired keys whose last token has expired, and (unless `keepPrivate`: data of format 1)
+ * the private halves retired keys kept in sets written before retirement dropped them; undefined
+ * when nothing changes.
  */
-export function pruneKeySet(set: KeySetRecord, now: number): KeySetRecord | undefined {
+export function pruneKeySet(set: KeySetRecord, now: number, keepPrivate = false): KeySetRecord | undefined {
   const kept = set.keys.filter((k) => k.state !== "retired" || (k.removedFromJwksAt ?? Infinity) > now);
-  const sealed = kept.some((k) => k.state === "retired" && k.sealedPrivateJwk !== undefined);
+  const sealed = !keepPrivate && kept.some((k) => k.state === "retired" && k.sealedPrivateJwk !== undefined);
   if (kept.length === set.keys.length && !sealed) return undefined;
   return { ...set, version: set.version + 1, keys: sealed ? kept.map((k) => (k.state === "retired" ? retire(k) : k)) : kept };
 }

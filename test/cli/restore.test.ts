@@ -135,3 +135,26 @@ test("a backup of format 1 restored with the newer key set of the data replaced 
     await t.close();
   }
 });
+
+test("a backup of format 1 restored onto data of format 1 stays format 1", async () => {
+  const clock = new FakeClock();
+  const dataDir = newDir();
+  const masterKey = generateMasterKeyText();
+  const file = join(newDir(), "backup.mdb");
+  const t = await buildTestApp({ clock, dataDir, masterKey });
+  await t.ctx.store.backup(file);
+  await t.close();
+  // Both as an earlier version would have left them.
+  for (const path of [file, join(dataDir, LMDB_FILE)]) {
+    const db = open({ path, encoding: "json", compression: false });
+    await db.put("meta:format", 1);
+    await db.close();
+  }
+  expect((await restore(dataDir, masterKey, file, clock)).json).toMatchObject({ kept: { signingKeys: 0, revocations: 0 } });
+  const restored = openLmdbFileReadOnly(join(dataDir, LMDB_FILE));
+  try {
+    expect(await restored.getMeta<number>("format")).toBe(1);
+  } finally {
+    await restored.close();
+  }
+});

@@ -152,6 +152,9 @@ describe("rotateKeySet", () => {
       ],
     });
     expect(set).toEqual(sampleSet());
+    // Data of format 1: the retired key keeps its private half.
+    const kept = rotateKeySet(set, key("x", "current", now - 1), now, 300, true) as KeySetRecord;
+    expect(kept.keys.find((k) => k.kid === "c")).toEqual({ ...set.keys[0]!, state: "retired", retiredAt: now, removedFromJwksAt: now + RETAIN_MS });
   });
 });
 
@@ -227,6 +230,8 @@ describe("pruneKeySet", () => {
     const pruned = pruneKeySet(older, T0);
     expect(pruned).toEqual({ ...set, version: 5 });
     expect(pruned?.keys.map((k) => k.sealedPrivateJwk)).toEqual(["sealed-c", "sealed-n", undefined]);
+    // Data of format 1 keeps them.
+    expect(pruneKeySet(older, T0, true)).toBeUndefined();
     // Past the retired key's time, it goes and nothing else changes.
     expect(pruneKeySet(older, T0 + RETAIN_MS)).toEqual({ ...set, version: 5, keys: [set.keys[0]!, set.keys[1]!] });
   });
@@ -240,6 +245,7 @@ describe("nextPruneAt", () => {
     const later = { ...set.keys[2]!, kid: "r2", retiredAt: T0 + S, removedFromJwksAt: T0 + RETAIN_MS + S };
     expect(nextPruneAt({ ...set, keys: [...set.keys, later] })).toBe(T0 + RETAIN_MS);
     expect(nextPruneAt({ ...set, keys: [...set.keys, { ...later, sealedPrivateJwk: "sealed-r2" }] })).toBe(T0 + S);
+    expect(nextPruneAt({ ...set, keys: [...set.keys, { ...later, sealedPrivateJwk: "sealed-r2" }] }, true)).toBe(T0 + RETAIN_MS);
   });
 });
 
