@@ -45,7 +45,9 @@ export const DiscoveryDocument = Type.Object(
     revocation_endpoint_auth_signing_alg_values_supported: Names("Algorithms of private_key_jwt assertions there."),
     response_types_supported: Names("`token`."),
     subject_types_supported: Names("`public`."),
-    id_token_signing_alg_values_supported: Names("The algorithms of the keys in the JWKS."),
+    id_token_signing_alg_values_supported: Names(
+      "The algorithms of the keys in the JWKS, and `RS256`, which OpenID Connect Discovery 1.0 §3 requires there whatever the keys (no ID token is issued).",
+    ),
     token_endpoint_auth_signing_alg_values_supported: Names("Algorithms of private_key_jwt assertions at the token endpoint."),
     claims_supported: Names("The claims every access token carries."),
   },

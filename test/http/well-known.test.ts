@@ -36,7 +36,8 @@ describe("discovery document", () => {
     const doc = await json<Record<string, unknown>>(res);
     expect(doc.issuer).toBe("https://x.example.test");
     expect(doc.jwks_uri).toBe("https://x.example.test/.well-known/jwks");
-    expect(doc.id_token_signing_alg_values_supported).toEqual(["ES256"]);
+    // The keys' algorithm, and RS256, which OpenID Connect Discovery 1.0 §3 requires whatever the keys.
+    expect(doc.id_token_signing_alg_values_supported).toEqual(["ES256", "RS256"]);
     expect(doc.response_types_supported).toBeArray();
     expect(doc.subject_types_supported).toBeArray();
   });

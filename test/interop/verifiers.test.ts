@@ -44,7 +44,8 @@ for (const alg of ALGS) {
       expect(doc.issuer).toBe(s.issuer);
       expect(doc.jwks_uri).toBe(`${s.issuer}/.well-known/jwks`);
       expect(doc.token_endpoint).toBe(`${s.issuer}/oauth/token`);
-      expect(doc.id_token_signing_alg_values_supported).toEqual([alg]);
+      // RS256 is listed whatever the keys: OpenID Connect Discovery 1.0 §3 requires it.
+      expect(doc.id_token_signing_alg_values_supported).toEqual(alg === "RS256" ? ["RS256"] : [alg, "RS256"]);
     });
 
     for (const source of TOKEN_SOURCES) {

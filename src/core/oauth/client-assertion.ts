@@ -11,8 +11,9 @@
  * - `exp` is present and not passed, `nbf` (if any) is reached and `iat` (if any) is not in the
  *   future, each with ASSERTION_CLOCK_SKEW_S of tolerance;
  * - it lives at most MAX_ASSERTION_LIFETIME_S: `exp` no further than that ahead of now (plus the
- *   skew) and, when `iat` is given, no further than that after `iat`. A short lifetime keeps the
- *   record of used ids small;
+ *   skew) and, when `iat` is given, no further than that after `iat`. An hour, as Okta allows and
+ *   as long as the assertions Python's authlib makes by default live; the bound keeps the record
+ *   of used ids to an hour of them;
  * - its `jti` (required) was not used before by the same client: the store records it until
  *   `exp` plus the skew, so a replay is refused for the whole time the assertion would be valid,
  *   by every process of the service.
@@ -55,7 +56,7 @@ export const ALG_KEY_TYPES: Readonly<Record<AssertionAlg, { kty: "RSA" | "EC" | 
 /** Tolerated clock difference between the client and us, in seconds, for exp, nbf and iat. */
 export const ASSERTION_CLOCK_SKEW_S = 30;
 /** The longest lifetime of an assertion, in seconds (see the module comment). */
-export const MAX_ASSERTION_LIFETIME_S = 300;
+export const MAX_ASSERTION_LIFETIME_S = 3600;
 /** The longest `jti` accepted, in characters. */
 export const MAX_JTI_LENGTH = 256;
 

@@ -39,7 +39,10 @@ export function discoveryDocument(issuer: string, ring: KeyRing): Static<typeof 
     revocation_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGS],
     response_types_supported: ["token"],
     subject_types_supported: ["public"],
-    id_token_signing_alg_values_supported: [...ring.algs],
+    // The keys' algorithms; OpenID Connect Discovery 1.0 §3: "RS256 MUST be included", and
+    // validators (authlib's) refuse a document without it. No token of this issuer is RS256-signed
+    // unless a key is RSA: a verifier picks the key by kid, and an EC or OKP key verifies no RS256.
+    id_token_signing_alg_values_supported: ring.algs.includes("RS256") ? [...ring.algs] : [...ring.algs, "RS256"],
     token_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGS],
     claims_supported: CLAIMS,
   };
