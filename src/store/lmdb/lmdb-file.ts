@@ -7,6 +7,7 @@
 import { chmodSync, closeSync, existsSync, fstatSync, openSync, readSync, rmSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fsyncPath, placeFile } from "../../runtime/durable-files.ts";
+import { sleepSync } from "../../runtime/sleep-sync.ts";
 import { StoreError } from "../store.ts";
 
 /** LMDB's meta-page stamp and the data-file version of the bundled build. */
@@ -19,9 +20,23 @@ const P_META = 0x08;
 /**
  * Why `path` is not an LMDB data file of the bundled build ("is not an LMDB data file"), or
  * undefined when both meta pages look right. lmdb's native code crashes the whole process on a
- * file that is not LMDB, so a file from outside is checked before it is opened.
+ * file that is not LMDB, so a file from outside is checked before it is opened. The data file of
+ * a running server is read while it commits: a file that looks damaged is read again, three
+ * times 20 ms apart, before it is called so.
  */
 export function lmdbFileProblem(path: string): string | undefined {
+  let problem = headerProblem(path);
+  for (let attempt = 0; attempt < 3 && problem === DAMAGED; attempt++) {
+    sleepSync(20);
+    problem = headerProblem(path);
+  }
+  return problem;
+}
+
+const DAMAGED = "is a damaged or incomplete LMDB data file";
+
+/** One reading of `path`'s meta pages for lmdbFileProblem. */
+function headerProblem(path: string): string | undefined {
   let fd: number;
   try {
     fd = openSync(path, "r");
@@ -38,7 +53,7 @@ export function lmdbFileProblem(path: string): string | undefined {
     if (!isMeta(0)) return "is not an LMDB data file";
     const pageSize = head.readUInt32LE(META.pageSize);
     const sane = pageSize >= 512 && pageSize <= 65536 && (pageSize & (pageSize - 1)) === 0;
-    const damaged = "is a damaged or incomplete LMDB data file";
+    const damaged = DAMAGED;
     const size = fstatSync(fd).size;
     if (!sane || size < 2 * pageSize) return damaged;
     const first = { lastPage: head.readBigUInt64LE(META.lastPage), txnId: head.readBigUInt64LE(META.txnId) };

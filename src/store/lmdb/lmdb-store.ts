@@ -11,12 +11,12 @@
  * Every write transaction of data that servers keep in memory also bumps one change counter
  * (`changeSeq`), so a process can tell cheaply that some other process wrote; recording a used
  * assertion jti or a revoked token (read through every time) does not.
- * Each write first makes sure the file holds room on disk for lmdb's commit (ROOM_NEEDED), and
- * is refused before lmdb writes anything where the disk cannot give it.
+ * Each write first makes sure the disk has room for lmdb's commit (ROOM_NEEDED), and is refused
+ * before lmdb writes anything where it has not.
  * `backup` copies the environment from one read snapshot; `openLmdbFileReadOnly` reads a data
  * file or a backup without changing it.
  */
-import { accessSync, chmodSync, closeSync, constants, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, statSync, statfsSync, writeSync } from "node:fs";
+import { accessSync, chmodSync, closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, statSync, statfsSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
 import {
@@ -60,54 +60,29 @@ type KeysLogEntry = { projectId: string; project: boolean; keySet: boolean } | {
 export const LMDB_FILE = "tokenmint.mdb";
 
 /**
- * Room on disk kept beyond the data's last page, so that lmdb does not meet a full disk while it
- * commits. When a write of its file fails, lmdb 3.5 formats the reason into a buffer too small for
- * it, which corrupts the process's memory (it may crash then or at any time after), and a commit
- * that failed never lets the data close. So each write transaction first makes sure, under lmdb's
- * write lock, that the file holds ROOM_NEEDED bytes written beyond its last committed page,
- * extending it with zeros towards ROOM_TARGET when it does not. Where the disk cannot give that
- * room, the write is `unavailable` before lmdb writes anything, and the process goes on unharmed.
- * The zeros never take the disk's last ROOM_SPARE bytes: the files beside the data (lmdb's lock
- * file, mapped into memory, where a page the disk cannot give kills the process) need them. (On a
- * copy-on-write filesystem, btrfs or ZFS, bytes written once promise nothing for the next write:
- * there a full disk still reaches lmdb.)
+ * Room on disk for lmdb's commits. When a write of its file fails, lmdb 3.5 formats the reason
+ * into a buffer too small for it, which corrupts the process's memory (it may crash then or at
+ * any time after), and a commit that failed never lets the data close. So each write transaction
+ * first makes sure, under lmdb's write lock, that the disk has ROOM_NEEDED bytes free beyond its
+ * last ROOM_SPARE (which the files beside the data need: lmdb's lock file is mapped into memory,
+ * where a page the disk cannot give kills the process); where it has not, the write is
+ * `unavailable` before lmdb writes anything, and the process goes on unharmed. A commit takes
+ * far less than ROOM_NEEDED, so only another program filling the disk in the moment between the
+ * check and the commit makes lmdb meet a full disk.
+ *
+ * Nothing is written to the data file but by lmdb: an earlier build kept that room as zeros
+ * written beyond the data's last page, and with another process reading the data (a command
+ * beside the server) commits failed (`MDB_BAD_TXN`) or were lost.
  */
 export const ROOM_NEEDED = 1 << 20;
-export const ROOM_TARGET = 4 << 20;
 export const ROOM_SPARE = 256 << 10;
-/** Zeros written at a time when the room is extended. */
-const ZEROS = new Uint8Array(64 * 1024);
 
-/** What keeps the room: the data file, open for writing, its page size and its size as last seen. */
-interface Room {
-  fd: number;
-  pageSize: number;
-  size: number;
-  /** lmdb's environment, which tells where the committed data ends. */
-  env: { info(): { lastPageNumber: number } };
-}
-
-/** Writes zeros at the end of the room's file up to `goal` bytes; the error that stopped it short, if any. */
-function extendWithZeros(room: Room, goal: number): NodeJS.ErrnoException | undefined {
-  try {
-    while (room.size < goal) {
-      const written = writeSync(room.fd, ZEROS, 0, Math.min(ZEROS.byteLength, goal - room.size), room.size);
-      if (written === 0) return undefined;
-      room.size += written;
-    }
-    return undefined;
-  } catch (error) {
-    return error as NodeJS.ErrnoException;
-  }
-}
-
-/** The room keeper of an environment just opened; undefined where lmdb does not tell where its data ends. */
-function roomOf(db: RootDatabase<unknown, string>, path: string): Room | undefined {
-  const env = (db as unknown as { env?: Partial<Room["env"]> }).env;
-  if (typeof env?.info !== "function") return undefined;
-  const fd = openSync(path, "r+");
-  return { fd, pageSize: (db.getStats() as { pageSize: number }).pageSize, size: fstatSync(fd).size, env: env as Room["env"] };
-}
+/**
+ * Options every process opens the data with. lmdb's overlapping sync (its default, a commit
+ * flushed after the write lock is released) loses commits another process made once a process
+ * opens or reads the data beside it: each commit is flushed before the lock is released.
+ */
+const LMDB_OPTIONS = { encoding: "json", compression: false, overlappingSync: false } as const;
 
 /**
  * File beside the data file where each counted commit announces its change counter, for
@@ -235,7 +210,7 @@ export function openLmdbStore(dataDir: string): LmdbStore {
     if (problem !== undefined) throw new StoreError("unavailable", `${path} ${problem}`);
   }
   if (!existsSync(path) || !existsSync(`${path}-lock`)) needSpareFor(path);
-  const db = open({ path, encoding: "json", compression: false }) as RootDatabase<unknown, string>;
+  const db = open({ path, ...LMDB_OPTIONS }) as RootDatabase<unknown, string>;
   // LMDB creates its files 0644: the data (names, audiences, sealed keys) is the owner's alone,
   // even in a data directory others may list.
   for (const file of [path, `${path}-lock`]) {
@@ -245,7 +220,7 @@ export function openLmdbStore(dataDir: string): LmdbStore {
       // Not ours to change (another user's file): left as it is.
     }
   }
-  return new LmdbStore(db, path, false, openAnnouncements(join(dataDir, CHANGES_FILE)), roomOf(db, path));
+  return new LmdbStore(db, path, false, openAnnouncements(join(dataDir, CHANGES_FILE)), true);
 }
 
 /**
@@ -262,7 +237,7 @@ export function openLmdbFileReadOnly(path: string): LmdbStore {
   const lockFile = `${path}-lock`;
   const hadLock = existsSync(lockFile);
   if (!hadLock) needSpareFor(lockFile);
-  const db = open({ path, encoding: "json", compression: false, readOnly: true, noSubdir: true }) as RootDatabase<unknown, string>;
+  const db = open({ path, ...LMDB_OPTIONS, readOnly: true, noSubdir: true }) as RootDatabase<unknown, string>;
   // A lock file LMDB has just added gets the data file's mode, as openLmdbStore gives it.
   if (!hadLock) {
     try {
@@ -283,8 +258,8 @@ export function openLmdbFileForRestore(path: string): LmdbStore {
   const problem = lmdbFileProblem(path);
   if (problem !== undefined) throw new StoreError("unavailable", `${path} ${problem}`);
   needSpareFor(path);
-  const db = open({ path, encoding: "json", compression: false, noSubdir: true }) as RootDatabase<unknown, string>;
-  return new LmdbStore(db, path, false, undefined, roomOf(db, path));
+  const db = open({ path, ...LMDB_OPTIONS, noSubdir: true }) as RootDatabase<unknown, string>;
+  return new LmdbStore(db, path, false, undefined, true);
 }
 
 /**
@@ -311,15 +286,15 @@ export class LmdbStore implements Store {
   /** The announcement `changeSeqNow` last acted on, and the counter it read then from the data. */
   #lastAnnouncement = Number.NaN;
   #lastSeq = 0;
-  /** Keeps the room lmdb's commits need on disk (ROOM_NEEDED); undefined for a read-only store. */
-  readonly #room: Room | undefined;
+  /** Whether each write checks the room lmdb's commits need on disk (ROOM_NEEDED): not in a read-only store. */
+  readonly #checksRoom: boolean;
 
-  constructor(db: RootDatabase<unknown, string>, path: string, readOnly: boolean, announced?: Float64Array, room?: Room) {
+  constructor(db: RootDatabase<unknown, string>, path: string, readOnly: boolean, announced?: Float64Array, checksRoom = false) {
     this.#db = db;
     this.#path = path;
     this.#readOnly = readOnly;
     this.#announced = announced;
-    this.#room = room;
+    this.#checksRoom = checksRoom;
     this.description = `lmdb ${path}${readOnly ? " (read-only)" : ""}`;
   }
 
@@ -329,10 +304,8 @@ export class LmdbStore implements Store {
    * write (of any process) is seen by `changeSeq`; a body that throws aborts both. A disk without
    * the room a commit needs (`#makeRoom`) refuses it before anything is written; a commit that
    * fails all the same is `unavailable` with its reason (commitFailure), and nothing of it is kept.
-   * It resolves once the commit is on disk. lmdb commits without a sync and flushes right after
-   * (its `overlappingSync`, so the writer lock is not held meanwhile), and resolves its own promise
-   * at the commit: a commit only in the page cache survives the process's kill -9, not a crash of
-   * the machine.
+   * It resolves once the commit is on disk: lmdb flushes each commit before it releases the
+   * write lock (LMDB_OPTIONS), so it survives a crash of the machine as well as a kill -9.
    */
   #write<T>(body: () => T, uncounted = false): Promise<T> {
     if (this.#readOnly) return Promise.reject(new StoreError("unavailable", "the store is open read-only"));
@@ -360,33 +333,12 @@ export class LmdbStore implements Store {
   }
 
   /**
-   * Makes sure the data file holds ROOM_NEEDED bytes beyond the last committed page, extending it
-   * with zeros up to ROOM_TARGET when it does not (never into the disk's last ROOM_SPARE bytes);
-   * throws `unavailable` when the disk cannot give ROOM_NEEDED. Runs inside the write
-   * transaction: no other process commits meanwhile, so the file's end is past every page
-   * written, and zeros go only where no page is yet.
+   * Throws `unavailable` when the disk has less than ROOM_NEEDED bytes free beyond its last
+   * ROOM_SPARE. Runs inside the write transaction, before its body writes anything.
    */
   #makeRoom(): void {
-    const room = this.#room;
-    if (room === undefined) return;
-    const end = (room.env.info().lastPageNumber + 1) * room.pageSize;
-    if (room.size - end >= ROOM_NEEDED) return;
-    // Another process may have extended it since.
-    room.size = Math.max(room.size, fstatSync(room.fd).size);
-    if (room.size - end >= ROOM_NEEDED) return;
-    const goal = Math.min(end + ROOM_TARGET, room.size + freeBytes(this.#path) - ROOM_SPARE);
-    if (goal - end < ROOM_NEEDED) throw this.#noRoom("no space left on device");
-    const before = room.size;
-    const failure = extendWithZeros(room, goal);
-    if (room.size - end >= ROOM_NEEDED) return;
-    // Not enough after all: what was taken goes back to the disk.
-    try {
-      ftruncateSync(room.fd, before);
-      room.size = before;
-    } catch {
-      // Kept: zeros beyond the data do no harm.
-    }
-    throw this.#noRoom(failure === undefined || failure.code === "ENOSPC" ? "no space left on device" : failure.message.replace(/^E[A-Z]+: /, "").replace(/, write$/, ""));
+    if (!this.#checksRoom) return;
+    if (freeBytes(this.#path) < ROOM_NEEDED + ROOM_SPARE) throw this.#noRoom("no space left on device");
   }
 
   /** The refusal of a write the disk has no room for, saying `why`. */
@@ -883,7 +835,6 @@ export class LmdbStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#room !== undefined) closeSync(this.#room.fd);
     if (!(await finishesWithin(this.#db.close(), CLOSE_TIMEOUT_MS))) {
       throw new StoreError("unavailable", `${this.#path} did not close within ${CLOSE_TIMEOUT_MS / 1000} s: lmdb still waits for a write it could not make (the disk is full or failing)`);
     }
