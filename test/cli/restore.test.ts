@@ -104,6 +104,24 @@ test("restored onto older data, retired keys that data never published stay in t
   }
 });
 
+/** Marks the data file at `path` format 1, as an earlier version would have left it. */
+async function markFormat1(path: string): Promise<void> {
+  const db = open({ path, encoding: "json", compression: false });
+  await db.put("meta:format", 1);
+  await db.close();
+}
+
+/** The format of the data in `dataDir`, and the private halves of its default project's retired keys. */
+async function restoredData(dataDir: string): Promise<{ format: number | undefined; retiredPrivate: (string | undefined)[] }> {
+  const restored = openLmdbFileReadOnly(join(dataDir, LMDB_FILE));
+  try {
+    const set = await restored.getKeySet((await restored.getMeta<string>("defaultProjectId")) as string);
+    return { format: await restored.getMeta<number>("format"), retiredPrivate: (set?.keys ?? []).filter((k) => k.state === "retired").map((k) => k.sealedPrivateJwk) };
+  } finally {
+    await restored.close();
+  }
+}
+
 test("a backup of format 1 restored with the newer key set of the data replaced is marked format 2, as that set was written", async () => {
   const clock = new FakeClock();
   const dataDir = newDir();
@@ -111,23 +129,13 @@ test("a backup of format 1 restored with the newer key set of the data replaced 
   const file = join(newDir(), "backup.mdb");
   let t = await buildTestApp({ clock, dataDir, masterKey });
   await t.ctx.store.backup(file);
-  // The backup as an earlier version would have written it.
-  const db = open({ path: file, encoding: "json", compression: false });
-  await db.put("meta:format", 1);
-  await db.close();
+  await markFormat1(file);
   await rotate(t);
   const published = await jwksKids(t);
   await t.close();
 
   expect((await restore(dataDir, masterKey, file, clock)).json).toMatchObject({ kept: { signingKeys: 1, revocations: 0 } });
-  const restored = openLmdbFileReadOnly(join(dataDir, LMDB_FILE));
-  try {
-    expect(await restored.getMeta<number>("format")).toBe(2);
-    const set = await restored.getKeySet((await restored.getMeta<string>("defaultProjectId")) as string);
-    expect(set?.keys.filter((k) => k.state === "retired").map((k) => k.sealedPrivateJwk)).toEqual([undefined]);
-  } finally {
-    await restored.close();
-  }
+  expect(await restoredData(dataDir)).toEqual({ format: 2, retiredPrivate: [undefined] });
   t = await buildTestApp({ clock, dataDir, masterKey });
   try {
     expect(await jwksKids(t)).toEqual(published);
@@ -144,17 +152,7 @@ test("a backup of format 1 restored onto data of format 1 stays format 1", async
   const t = await buildTestApp({ clock, dataDir, masterKey });
   await t.ctx.store.backup(file);
   await t.close();
-  // Both as an earlier version would have left them.
-  for (const path of [file, join(dataDir, LMDB_FILE)]) {
-    const db = open({ path, encoding: "json", compression: false });
-    await db.put("meta:format", 1);
-    await db.close();
-  }
+  for (const path of [file, join(dataDir, LMDB_FILE)]) await markFormat1(path);
   expect((await restore(dataDir, masterKey, file, clock)).json).toMatchObject({ kept: { signingKeys: 0, revocations: 0 } });
-  const restored = openLmdbFileReadOnly(join(dataDir, LMDB_FILE));
-  try {
-    expect(await restored.getMeta<number>("format")).toBe(1);
-  } finally {
-    await restored.close();
-  }
+  expect((await restoredData(dataDir)).format).toBe(1);
 });
