@@ -115,8 +115,9 @@ Prints the restored file and its size, or {"file", "dataFile", "bytes", "kept": 
 
 Checks, without writing anything, what 'serve' needs: the settings are valid, the data
 directory holds data of a format this build reads, and the master key opens every sealed
-private key (those of the current and next keys, and of retired keys in data of format 1). Then shows the default project's keys: the current kid and algorithm, the next
-key and the next rotation. Exit code 0 when all is well; 1 with one line on stderr otherwise
+private key (those of the current and next keys, and of retired keys in data of format 1).
+Then shows the default project's keys: the current kid and algorithm, the next key and the
+next rotation. Exit code 0 when all is well; 1 with one line on stderr otherwise
 (for example 'no data yet in DIR', or a master key that does not match).
 
 Settings:

@@ -53,16 +53,15 @@ function headerProblem(path: string): string | undefined {
     if (!isMeta(0)) return "is not an LMDB data file";
     const pageSize = head.readUInt32LE(META.pageSize);
     const sane = pageSize >= 512 && pageSize <= 65536 && (pageSize & (pageSize - 1)) === 0;
-    const damaged = DAMAGED;
     const size = fstatSync(fd).size;
-    if (!sane || size < 2 * pageSize) return damaged;
+    if (!sane || size < 2 * pageSize) return DAMAGED;
     const first = { lastPage: head.readBigUInt64LE(META.lastPage), txnId: head.readBigUInt64LE(META.txnId) };
-    if (!isMeta(pageSize)) return damaged;
+    if (!isMeta(pageSize)) return DAMAGED;
     const second = { lastPage: head.readBigUInt64LE(META.lastPage), txnId: head.readBigUInt64LE(META.txnId) };
     // Every page up to the current meta's last one must be in the file: LMDB maps the file and
     // reading a page past its end kills the process (SIGBUS), so a truncated copy stops here.
     const current = second.txnId > first.txnId ? second : first;
-    if (BigInt(size) < (current.lastPage + 1n) * BigInt(pageSize)) return damaged;
+    if (BigInt(size) < (current.lastPage + 1n) * BigInt(pageSize)) return DAMAGED;
     return undefined;
   } catch (error) {
     return `cannot be read: ${(error as Error).message}`;
