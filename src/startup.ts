@@ -34,9 +34,9 @@ export const DATA_FORMAT = 2;
 /** The formats this build reads. */
 export const READ_FORMATS: readonly number[] = [1, DATA_FORMAT];
 
-/** The refusal of data of a format this build does not read, or undefined when it reads it. */
-export function formatProblem(format: number, where: string): StartupError | undefined {
-  return READ_FORMATS.includes(format) ? undefined : new StartupError(`the data in ${where} has format ${format}; this build reads formats ${READ_FORMATS.join(" and ")}`);
+/** Refuses (StartupError) data of a format this build does not read; `where` names the data. */
+export function assertReadableFormat(format: number, where: string): void {
+  if (!READ_FORMATS.includes(format)) throw new StartupError(`the data in ${where} has format ${format}; this build reads formats ${READ_FORMATS.join(" and ")}`);
 }
 
 /** A reason to refuse start-up, shown to the operator as one line. */
@@ -50,8 +50,7 @@ export class StartupError extends Error {
 /** The format of the data in `store` (new data gets this build's); refuses one this build does not read. */
 async function checkFormat(store: Store, dataDir: string): Promise<number> {
   const format = await store.initMeta("format", DATA_FORMAT);
-  const problem = formatProblem(format, dataDir);
-  if (problem !== undefined) throw problem;
+  assertReadableFormat(format, dataDir);
   return format;
 }
 
@@ -192,7 +191,7 @@ export async function openContext(config: Config, logger: Logger, clock: Clock, 
       },
       signers,
       maintainOnLoad: options.maintainKeys,
-      keepRetiredPrivateHalves: format < 2,
+      keepRetiredPrivateHalves: format !== DATA_FORMAT,
       // A CLI command on data no server has started on yet does not know the server's instance
       // settings. Where a project's rotation period comes from them, the server may serve its
       // JWKS with any max-age up to the bound, so a manual rotation waits that long after the

@@ -8,7 +8,7 @@ import { existsSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { AppError } from "../errors.ts";
-import { formatProblem } from "../startup.ts";
+import { assertReadableFormat } from "../startup.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
 import { openExistingData } from "./check.ts";
 import type { Output } from "./output.ts";
@@ -25,8 +25,7 @@ export async function backupCommand(config: Config, args: ParsedArgs, io: Output
   try {
     const format = await store.getMeta<number>("format");
     if (format === undefined) throw new AppError("not_found", `no data yet in ${dataDir}`);
-    const problem = formatProblem(format, dataDir);
-    if (problem !== undefined) throw problem;
+    assertReadableFormat(format, dataDir);
     await store.backup(file);
   } finally {
     await store.close();

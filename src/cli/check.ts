@@ -19,7 +19,7 @@ import { keyViews } from "../keys/key-service.ts";
 import { jwksMaxAge, keysByState, scheduledRotationAt } from "../keys/lifecycle.ts";
 import { MasterKeyError, resolveMasterKey } from "../keys/master-key.ts";
 import { importMasterKey, privateKeyAad, unseal, verifyMasterKeyCheck } from "../keys/sealing.ts";
-import { checkProjectHosts, formatProblem, StartupError } from "../startup.ts";
+import { assertReadableFormat, checkProjectHosts, StartupError } from "../startup.ts";
 import { dataFilesProblem, LMDB_FILE, openLmdbFileReadOnly, type LmdbStore } from "../store/lmdb/lmdb-store.ts";
 import type { KeySetRecord, Store } from "../store/store.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
@@ -63,8 +63,7 @@ export function openExistingData(dataDir: string): LmdbStore {
 export async function inspectData(store: Store, config: Config, where: string): Promise<DataReport> {
   const format = await store.getMeta<number>("format");
   if (format === undefined) throw new AppError("invalid_request", `${where} holds no tokenmint data`);
-  const problem = formatProblem(format, where);
-  if (problem !== undefined) throw problem;
+  assertReadableFormat(format, where);
   const projectId = await store.getMeta<string>("defaultProjectId");
   const record = projectId === undefined ? undefined : await store.getProject(projectId);
   const project = record === undefined ? undefined : resolveProject(record, (await servedSettings(store)) ?? config, record.id);

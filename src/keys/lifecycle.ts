@@ -122,15 +122,16 @@ export function rotateKeySet(
   if (now < readyAt) return { readyAt };
   const { current, next } = keysByState(set);
   const keys = set.keys.map((k): SigningKeyRecord => {
-    if (k.kid === current.kid) return { ...(keepPrivate ? k : retire(k)), state: "retired", retiredAt: now, removedFromJwksAt: retiredUntil(now) };
+    if (k.kid === current.kid) return { ...retire(k, keepPrivate), retiredAt: now, removedFromJwksAt: retiredUntil(now) };
     if (k.kid === next.kid) return { ...k, state: "current", activatesAt: now };
     return k;
   });
   return { ...set, version: set.version + 1, rotatedAt: now, keys: [...keys, { ...newNext, state: "next" }] };
 }
 
-/** `key` retired: its private half dropped, its public half kept. */
-function retire(key: SigningKeyRecord): SigningKeyRecord {
+/** `key` retired: its private half dropped (kept with `keepPrivate`: data of format 1), its public half kept. */
+function retire(key: SigningKeyRecord, keepPrivate = false): SigningKeyRecord {
+  if (keepPrivate) return { ...key, state: "retired" };
   const { sealedPrivateJwk: _dropped, ...kept } = key;
   return { ...kept, state: "retired" };
 }

@@ -47,11 +47,13 @@ async function restore(dataDir: string, masterKey: string, file: string, clock: 
   return { json: JSON.parse(out.join("")) as Record<string, unknown>, err };
 }
 
+/** A clock, an empty data directory, a master key, and where a backup of that data goes. */
+function fresh(): { clock: FakeClock; dataDir: string; masterKey: string; file: string } {
+  return { clock: new FakeClock(), dataDir: newDir(), masterKey: generateMasterKeyText(), file: join(newDir(), "backup.mdb") };
+}
+
 test("a retired key revoked after the backup stays out of the JWKS once the backup is restored", async () => {
-  const clock = new FakeClock();
-  const dataDir = newDir();
-  const masterKey = generateMasterKeyText();
-  const file = join(newDir(), "backup.mdb");
+  const { clock, dataDir, masterKey, file } = fresh();
   let t = await buildTestApp({ clock, dataDir, masterKey });
   await rotate(t);
   const retired = (await keys(t)).find((k) => k.state === "retired")?.kid as string;
@@ -123,10 +125,7 @@ async function restoredData(dataDir: string): Promise<{ format: number | undefin
 }
 
 test("a backup of format 1 restored with the newer key set of the data replaced is marked format 2, as that set was written", async () => {
-  const clock = new FakeClock();
-  const dataDir = newDir();
-  const masterKey = generateMasterKeyText();
-  const file = join(newDir(), "backup.mdb");
+  const { clock, dataDir, masterKey, file } = fresh();
   let t = await buildTestApp({ clock, dataDir, masterKey });
   await t.ctx.store.backup(file);
   await markFormat1(file);
@@ -145,10 +144,7 @@ test("a backup of format 1 restored with the newer key set of the data replaced 
 });
 
 test("a backup of format 1 restored onto data of format 1 stays format 1", async () => {
-  const clock = new FakeClock();
-  const dataDir = newDir();
-  const masterKey = generateMasterKeyText();
-  const file = join(newDir(), "backup.mdb");
+  const { clock, dataDir, masterKey, file } = fresh();
   const t = await buildTestApp({ clock, dataDir, masterKey });
   await t.ctx.store.backup(file);
   await t.close();
