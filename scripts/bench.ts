@@ -4,7 +4,7 @@
  *   bun scripts/bench.ts [--binary dist/tokenmint] [--seconds 5] [--warmup 3] [--rounds 3]
  *                        [--connections 50] [--out bench-results.json]
  *                        [--no-peer] [--peer-version 9.13.3] [--peer-workers <cores>]
- *                        [--scale] [--scale-providers 100000] [--scale-clients 1000000] [--scale-alg ES256]
+ *                        [--scale | --scale-only] [--scale-providers 100000] [--scale-clients 1000000] [--scale-alg ES256]
  *
  * For each signing algorithm it prepares a data directory with the executable's CLI (API key,
  * default project, signing keys) and measures the executable's start-up (start to first answer,
@@ -38,8 +38,9 @@
  * --scale adds the scale variant: a data directory filled with 100,000 providers and 1,000,000
  * clients (scripts/bench/seed.ts, straight into LMDB, before the server starts), then issuance,
  * start-up and memory for --scale-alg next to an empty store's. The two are measured in turns:
- * both servers run at once and their token routes are loaded alternately, three rounds, the
- * median of each (`scale ...` and `empty ...` figures).
+ * both servers run at once and their token routes are loaded alternately, --rounds rounds (odd
+ * ones in reverse), the median of each (`scale ...` and `empty ...` figures). --scale-only runs
+ * the scale variant alone, without the main rounds, baselines and peer.
  *
  * Prints the machine (scripts/bench/machine.ts), every figure and ratio, and writes them as JSON.
  * Requires wrk (Debian: `apt-get install wrk`) and openssl; the peer needs node and npm (and the
@@ -67,6 +68,7 @@ const { values } = parseArgs({
     "peer-version": { type: "string", default: "9.13.3" },
     "peer-workers": { type: "string", default: String(cpus().length) },
     scale: { type: "boolean", default: false },
+    "scale-only": { type: "boolean", default: false },
     "scale-providers": { type: "string", default: "100000" },
     "scale-clients": { type: "string", default: "1000000" },
     "scale-alg": { type: "string", default: "ES256" },
@@ -548,7 +550,7 @@ const medianRun = (runs: readonly Measured[]): Measured => medianBy(runs, (run) 
  * (--rounds rounds, the median of each), and start-up is measured in turns too, so the
  * machine's drift lands on both sides of each ratio.
  */
-async function benchScale(): Promise<{ figures: Record<string, Measured>; startup: StartupFigures; emptyStartup: StartupFigures; seed: unknown }> {
+async function benchScale(): Promise<{ startup: StartupFigures; emptyStartup: StartupFigures; seed: unknown }> {
   const seeded = prepareDataDir(scaleAlg);
   const empty = prepareDataDir(scaleAlg);
   try {
@@ -563,17 +565,18 @@ async function benchScale(): Promise<{ figures: Record<string, Measured>; startu
     const servers = { scale: await startServer(scaleAlg, seeded.dir, seeded.apiKey) } as Record<"scale" | "empty", BenchServer>;
     try {
       servers.empty = await startServer(scaleAlg, empty.dir, empty.apiKey);
-      const runs: Record<string, Measured[]> = {};
-      const add = (name: string, m: Measured) => (runs[name] ??= []).push(m);
+      const steps = (["tokens", "oauth"] as const).flatMap((route) =>
+        (["scale", "empty"] as const).map((side) => async () => {
+          const server = servers[side];
+          (runs[`${side} tokens ${scaleAlg}${route === "oauth" ? " oauth" : ""}`] ??= []).push(await measure(server.pid, server[route]));
+        }),
+      );
+      // Odd rounds in reverse, as in the main rounds: neither store is always loaded first.
       for (let round = 0; round < rounds; round++) {
-        for (const route of ["tokens", "oauth"] as const) {
-          for (const side of ["scale", "empty"] as const) {
-            const server = servers[side];
-            add(`${side} tokens ${scaleAlg}${route === "oauth" ? " oauth" : ""}`, await measure(server.pid, server[route]));
-          }
-        }
+        console.log(`bench: scale round ${round + 1} of ${rounds}`);
+        for (const step of round % 2 === 0 ? steps : [...steps].reverse()) await step();
       }
-      return { figures: Object.fromEntries(Object.entries(runs).map(([name, m]) => [name, medianRun(m)])), startup, emptyStartup, seed };
+      return { startup, emptyStartup, seed };
     } finally {
       await Promise.all(Object.values(servers).map((server) => server.stop()));
     }
@@ -583,80 +586,89 @@ async function benchScale(): Promise<{ figures: Record<string, Measured>; startu
   }
 }
 
-// The run: start-up and idle memory of each algorithm first, alone on the machine; then every
-// server at once, loaded in rounds.
 const startup: Record<string, StartupFigures> = {};
-const prepared = ALGS.map((alg) => ({ alg, ...prepareDataDir(alg) }));
-const stops: (() => Promise<void>)[] = [];
-let peerInstall: PeerInstall | undefined;
-let peer: { version: string; workers: number } | { skipped: string } = { skipped: "--no-peer" };
+// Set by benchRounds, which the compiler does not follow: the cast keeps both forms.
+let peer = { skipped: values["scale-only"] ? "--scale-only" : "--no-peer" } as { version: string; workers: number } | { skipped: string };
 let jwksBytes = 0;
 const runs: Record<string, Measured[]> = {};
 const pacedRuns: Record<string, Paced[]> = {};
 const signingRuns: { runtime: Record<string, number>[]; openssl: Record<string, number>[] } = { runtime: [], openssl: [] };
-try {
-  for (const { alg, dir } of prepared) startup[alg] = ((await measureStartups([dir], alg)) as [StartupFigures])[0];
-  const serverLoadList: Load[] = [];
-  for (const { alg, dir, apiKey } of prepared) {
-    const server = await startServer(alg, dir, apiKey);
-    stops.push(server.stop);
-    serverLoadList.push(...serverLoads(alg, server));
-    if (alg === "RS256") jwksBytes = server.jwksBytes;
-  }
-  const baselineLoads: Load[] = [];
-  for (const start of [() => startFloor(jwksBytes), ...ALGS.map((alg) => () => startSigningFloor(alg))]) {
-    const started = await start();
-    stops.push(started.stop);
-    baselineLoads.push(...started.loads);
-  }
-  if (!values["no-peer"]) {
-    const peerStops: (() => Promise<void>)[] = [];
-    try {
-      peerInstall = installPeer(values["peer-version"] as string);
-      const peerLoads: Load[] = [];
-      for (const alg of ALGS) {
-        const started = await startPeerServer(peerInstall, alg);
-        peerStops.push(started.stop);
-        peerLoads.push(...started.loads);
-      }
-      baselineLoads.push(...peerLoads);
-      stops.push(...peerStops);
-      peer = { version: peerInstall.version, workers: Number(values["peer-workers"]) };
-    } catch (error) {
-      await Promise.all(peerStops.map((stop) => stop()));
-      peer = { skipped: (error as Error).message };
-      console.error(`bench: peer skipped: ${(error as Error).message}`);
-    }
-  }
 
-  // One step per load, and one for the signing baselines between the service's loads and the
-  // other baselines. Odd rounds take the steps in reverse, so no figure is always measured first.
-  const loadStep = (load: Load) => async (round: number) => {
-    if (round === 0 && warmup > 0) await runWrk({ ...load.spec, connections, threads, seconds: warmup });
-    const peak = await measured(load.pid, { ...load.spec, connections, threads, seconds });
-    (runs[load.name] ??= []).push(peak);
-    if (load.paced) {
-      const previous = pacedRuns[load.name]?.at(-1);
-      (pacedRuns[load.name] ??= []).push(await measurePaced(load.pid, load.spec, peak.perSecond, previous?.delayMs));
+/**
+ * The run: start-up and idle memory of each algorithm first, alone on the machine; then every
+ * server at once, loaded in rounds.
+ */
+async function benchRounds(): Promise<void> {
+  const prepared = ALGS.map((alg) => ({ alg, ...prepareDataDir(alg) }));
+  const stops: (() => Promise<void>)[] = [];
+  let peerInstall: PeerInstall | undefined;
+  try {
+    for (const { alg, dir } of prepared) startup[alg] = ((await measureStartups([dir], alg)) as [StartupFigures])[0];
+    const serverLoadList: Load[] = [];
+    for (const { alg, dir, apiKey } of prepared) {
+      const server = await startServer(alg, dir, apiKey);
+      stops.push(server.stop);
+      serverLoadList.push(...serverLoads(alg, server));
+      if (alg === "RS256") jwksBytes = server.jwksBytes;
     }
-  };
-  const steps = [
-    ...serverLoadList.map(loadStep),
-    async () => {
-      signingRuns.runtime.push(await allCoresSignRate());
-      signingRuns.openssl.push(opensslSignRate());
-    },
-    ...baselineLoads.map(loadStep),
-  ];
-  for (let round = 0; round < rounds; round++) {
-    console.log(`bench: round ${round + 1} of ${rounds}`);
-    for (const step of round % 2 === 0 ? steps : [...steps].reverse()) await step(round);
+    const baselineLoads: Load[] = [];
+    for (const start of [() => startFloor(jwksBytes), ...ALGS.map((alg) => () => startSigningFloor(alg))]) {
+      const started = await start();
+      stops.push(started.stop);
+      baselineLoads.push(...started.loads);
+    }
+    if (!values["no-peer"]) {
+      const peerStops: (() => Promise<void>)[] = [];
+      try {
+        peerInstall = installPeer(values["peer-version"] as string);
+        const peerLoads: Load[] = [];
+        for (const alg of ALGS) {
+          const started = await startPeerServer(peerInstall, alg);
+          peerStops.push(started.stop);
+          peerLoads.push(...started.loads);
+        }
+        baselineLoads.push(...peerLoads);
+        stops.push(...peerStops);
+        peer = { version: peerInstall.version, workers: Number(values["peer-workers"]) };
+      } catch (error) {
+        await Promise.all(peerStops.map((stop) => stop()));
+        peer = { skipped: (error as Error).message };
+        console.error(`bench: peer skipped: ${(error as Error).message}`);
+      }
+    }
+
+    // One step per load, and one for the signing baselines between the service's loads and the
+    // other baselines. Odd rounds take the steps in reverse, so no figure is always measured first.
+    const loadStep = (load: Load) => async (round: number) => {
+      if (round === 0 && warmup > 0) await runWrk({ ...load.spec, connections, threads, seconds: warmup });
+      const peak = await measured(load.pid, { ...load.spec, connections, threads, seconds });
+      (runs[load.name] ??= []).push(peak);
+      if (load.paced) {
+        const previous = pacedRuns[load.name]?.at(-1);
+        (pacedRuns[load.name] ??= []).push(await measurePaced(load.pid, load.spec, peak.perSecond, previous?.delayMs));
+      }
+    };
+    const steps = [
+      ...serverLoadList.map(loadStep),
+      async () => {
+        signingRuns.runtime.push(await allCoresSignRate());
+        signingRuns.openssl.push(opensslSignRate());
+      },
+      ...baselineLoads.map(loadStep),
+    ];
+    for (let round = 0; round < rounds; round++) {
+      console.log(`bench: round ${round + 1} of ${rounds}`);
+      for (const step of round % 2 === 0 ? steps : [...steps].reverse()) await step(round);
+    }
+  } finally {
+    await Promise.all(stops.map((stop) => stop()));
+    peerInstall?.remove();
+    for (const { dir } of prepared) rmSync(dir, { recursive: true, force: true });
   }
-} finally {
-  await Promise.all(stops.map((stop) => stop()));
-  peerInstall?.remove();
-  for (const { dir } of prepared) rmSync(dir, { recursive: true, force: true });
 }
+if (!values["scale-only"]) await benchRounds();
+let scale: { startup: StartupFigures; emptyStartup: StartupFigures; seed: unknown } | undefined;
+if (values.scale || values["scale-only"]) scale = await benchScale();
 /** Errors are counted over every round, not only in the run that stands for them. */
 const withAllErrors = <T extends Measured>(run: T, all: readonly Measured[]): T => ({ ...run, errors: all.reduce((sum, m) => sum + m.errors, 0) });
 const figures: Record<string, Measured> = Object.fromEntries(Object.entries(runs).map(([name, m]) => [name, withAllErrors(medianRun(m), m)]));
@@ -665,12 +677,6 @@ const paced: Record<string, Paced> = Object.fromEntries(Object.entries(pacedRuns
 const medianRates = (perRound: Record<string, number>[]) => Object.fromEntries(ALGS.map((alg) => [alg, medianBy(perRound.map((r) => r[alg] as number), (rate) => rate)]));
 const runtime = medianRates(signingRuns.runtime);
 const openssl = medianRates(signingRuns.openssl);
-let scale: { startup: StartupFigures; emptyStartup: StartupFigures; seed: unknown } | undefined;
-if (values.scale) {
-  const run = await benchScale();
-  Object.assign(figures, run.figures);
-  scale = { startup: run.startup, emptyStartup: run.emptyStartup, seed: run.seed };
-}
 const signers = await singleThreadSigners();
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !b ? undefined : Math.round((a / b) * 1000) / 1000);
 const ratios: Record<string, number | undefined> = {};
@@ -743,11 +749,14 @@ for (const [alg, row] of Object.entries(signers.results)) {
 }
 /** A signing rate's median and its spread over the rounds. */
 const rateOverRounds = (median: Record<string, number>, perRound: Record<string, number>[]) => ALGS.map((a) => `${a} ${fmt(median[a])} (${spread(perRound.map((r) => r[a] as number))})`).join(", ");
-console.log(`\nsigning/s (all cores; median, and over rounds)  service's signers: ${rateOverRounds(runtime, signingRuns.runtime)}`);
-console.log(`                                              openssl speed:     ${rateOverRounds(openssl, signingRuns.openssl)}`);
-console.log(`ceiling (floor + signing): ${ALGS.map((a) => `${a} ${fmt(ceiling[a])}`).join(", ")} tokens/s`);
+if (signingRuns.runtime.length > 0) {
+  console.log(`\nsigning/s (all cores; median, and over rounds)  service's signers: ${rateOverRounds(runtime, signingRuns.runtime)}`);
+  console.log(`                                              openssl speed:     ${rateOverRounds(openssl, signingRuns.openssl)}`);
+  console.log(`ceiling (floor + signing): ${ALGS.map((a) => `${a} ${fmt(ceiling[a])}`).join(", ")} tokens/s`);
+}
 console.log(`peer: ${"skipped" in peer ? `skipped (${peer.skipped})` : `oidc-provider ${peer.version} under Node ${Bun.spawnSync(["node", "--version"]).stdout.toString().trim()}, ${peer.workers} process(es)`}\n`);
-for (const [name, value] of Object.entries(ratios)) console.log(`${name.padEnd(32)} ${fmt(value, 3)}`);
+// A ratio whose figures were not measured (the peer with --no-peer, all but scale with --scale-only) is left out.
+for (const [name, value] of Object.entries(ratios)) if (value !== undefined) console.log(`${name.padEnd(32)} ${fmt(value, 3)}`);
 
 const out = resolve(values.out as string);
 writeFileSync(
