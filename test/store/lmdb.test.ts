@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { open } from "lmdb";
-import { CHANGES_FILE, KEYS_LOG_LENGTH, LMDB_FILE, LmdbStore, ROOM_NEEDED, openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
+import { CHANGES_FILE, KEYS_LOG_LENGTH, LMDB_FILE, LmdbStore, ROOM_NEEDED, openLmdbFileForRestore, openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import type { RootDatabase } from "lmdb";
 import { key } from "../../src/store/lmdb/lmdb-keys.ts";
 import { tempDir } from "../helpers/app.ts";
@@ -49,26 +49,29 @@ const A = newProjectId(T0);
 
 
 describe("lmdb store: a write resolves once it is on disk", () => {
+  /** `db` with its `flushed` held back until `gate` resolves. */
+  const holdingFlushed = (db: RootDatabase<unknown, string>, gate: Promise<void>) =>
+    new Proxy(db, {
+      get(target, name) {
+        if (name === "flushed") return gate.then(() => target.flushed);
+        const value = Reflect.get(target, name, target) as unknown;
+        return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+
   /**
-   * lmdb commits without a sync and flushes after (its overlappingSync): a commit is visible at
-   * once, on disk only at `flushed`. The store over an environment whose `flushed` the test holds
-   * back must not resolve a write, counted or not, before it is let go.
+   * lmdb's default (its overlappingSync) commits without a sync and flushes after: a commit is
+   * visible at once, on disk only at `flushed`. The store over such an environment, whose
+   * `flushed` the test holds back, must not resolve a write, counted or not, before it is let go.
    */
-  test("a committed write is not answered before lmdb's flush of it", () =>
+  test("over an environment that overlaps its syncs, a committed write is not answered before lmdb's flush of it", () =>
     withDir(async (path) => {
       const real = open({ path: join(path, LMDB_FILE), encoding: "json", compression: false }) as RootDatabase<unknown, string>;
       let release = () => {};
       const gate = new Promise<void>((resolve) => {
         release = resolve;
       });
-      const held = new Proxy(real, {
-        get(target, name) {
-          if (name === "flushed") return gate.then(() => target.flushed);
-          const value = Reflect.get(target, name, target) as unknown;
-          return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-        },
-      });
-      const store = new LmdbStore(held, join(path, LMDB_FILE), false);
+      const store = new LmdbStore(holdingFlushed(real, gate), join(path, LMDB_FILE), false);
       const provider = providerRecord(A, T0);
       const settled: string[] = [];
       const counted = store.createProvider(provider).then(() => settled.push("provider"));
@@ -81,6 +84,41 @@ describe("lmdb store: a write resolves once it is on disk", () => {
       release();
       await Promise.all([counted, uncounted]);
       expect(settled.sort()).toEqual(["jti", "provider"]);
+      await store.close();
+    }));
+
+  /**
+   * Every open of the data turns the overlapping off: each commit is flushed before lmdb releases
+   * the write lock. lmdb keeps one environment per file in a process, and a later open of the
+   * same file, asking for lmdb's default, learns from it whether it overlaps.
+   */
+  test("the server's, the commands' and a restore's opens of the data flush each commit before it resolves", () =>
+    withDir(async (path) => {
+      const overlaps = (file: string) => (open({ path: file, encoding: "json", compression: false }) as unknown as { overlappingSync: boolean }).overlappingSync;
+      const store = openLmdbStore(path);
+      expect(overlaps(join(path, LMDB_FILE))).toBe(false);
+      await store.close();
+      const copy = join(path, "restore.mdb");
+      copyFileSync(join(path, LMDB_FILE), copy);
+      const staged = openLmdbFileForRestore(copy);
+      expect(overlaps(copy)).toBe(false);
+      await staged.close();
+      // The probe itself tells: a file first opened with lmdb's default does overlap.
+      expect(overlaps(join(path, "plain.mdb"))).toBe(true);
+    }));
+
+  /**
+   * Without the overlap, lmdb's `flushed` adds nothing to a resolved commit but the commit
+   * queued after it: a write is answered at its own commit, with `flushed` held back for good.
+   */
+  test("over the store's environment, a write is answered at its own commit, not at a later one's flush", () =>
+    withDir(async (path) => {
+      const real = open({ path: join(path, LMDB_FILE), encoding: "json", compression: false, overlappingSync: false }) as RootDatabase<unknown, string>;
+      const store = new LmdbStore(holdingFlushed(real, new Promise<void>(() => {})), join(path, LMDB_FILE), false);
+      const provider = providerRecord(A, T0);
+      await store.createProvider(provider);
+      expect(await store.useAssertionJti(A, "client", "jti-1", T0 + 60_000, T0)).toBe(true);
+      expect(await store.getProvider(A, provider.id)).toEqual(provider);
       await store.close();
     }));
 });
@@ -540,7 +578,7 @@ describe("lmdb backup and read-only files", () => {
       writeFileSync(join(path, "torn"), readFileSync(join(path, "tokenmint.mdb")).subarray(0, 4096));
       expect(() => openLmdbFileReadOnly(join(path, "torn"))).toThrow(/damaged or incomplete/);
       expect(await storeErrorKind(Promise.resolve().then(() => openLmdbFileReadOnly(join(path, "missing"))))).toBe("not_found");
-      expect(readdirSync(path).sort()).toEqual(["big", "cut", "empty", "junk", "tokenmint.mdb", "tokenmint.mdb-changes", "tokenmint.mdb-lock", "torn", "zeros"]);
+      expect(readdirSync(path).sort()).toEqual(["big", "cut", "empty", "junk", "tokenmint.mdb", "tokenmint.mdb-changes", "tokenmint.mdb-lock", "tokenmint.mdb-open", "tokenmint.mdb-open-intent", "torn", "zeros"]);
 
       const before = readFileSync(join(path, "tokenmint.mdb"));
       const ro = openLmdbFileReadOnly(join(path, "tokenmint.mdb"));

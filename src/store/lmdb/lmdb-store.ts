@@ -17,7 +17,7 @@
  * file or a backup without changing it.
  */
 import { accessSync, chmodSync, closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, statSync, statfsSync, writeSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
 import {
   StoreError,
@@ -37,6 +37,7 @@ import {
 import { finishesWithin } from "../../runtime/finishes-within.ts";
 import { backupEnvironment, damageFailure, lmdbFileProblem } from "./lmdb-file.ts";
 import { EXPIRING_KINDS, key, rangeEnd, type ExpiringKind } from "./lmdb-keys.ts";
+import { openGuard, type OpenGuard } from "./open-guard.ts";
 
 /** How long `close` waits for lmdb to finish (LmdbStore#close). */
 const CLOSE_TIMEOUT_MS = 5_000;
@@ -196,6 +197,11 @@ export function dataFilesProblem(dataDir: string): string | undefined {
   return undefined;
 }
 
+/** Runs lmdb's `open` under `guard` (no commit of any process finishes meanwhile), if there is one. */
+function guarded<T>(guard: OpenGuard | undefined, open: () => T): T {
+  return guard === undefined ? open() : guard.opening(open);
+}
+
 /**
  * Opens (creating if needed) the LMDB store in `dataDir`. An existing data file is checked first
  * (lmdb-file.ts lmdbFileProblem): a damaged one is `unavailable`, never a crash of the process.
@@ -210,7 +216,8 @@ export function openLmdbStore(dataDir: string): LmdbStore {
     if (problem !== undefined) throw new StoreError("unavailable", `${path} ${problem}`);
   }
   if (!existsSync(path) || !existsSync(`${path}-lock`)) needSpareFor(path);
-  const db = open({ path, ...LMDB_OPTIONS }) as RootDatabase<unknown, string>;
+  const guard = openGuard(path);
+  const db = guarded(guard, () => open({ path, ...LMDB_OPTIONS }) as RootDatabase<unknown, string>);
   // LMDB creates its files 0644: the data (names, audiences, sealed keys) is the owner's alone,
   // even in a data directory others may list.
   for (const file of [path, `${path}-lock`]) {
@@ -220,7 +227,7 @@ export function openLmdbStore(dataDir: string): LmdbStore {
       // Not ours to change (another user's file): left as it is.
     }
   }
-  return new LmdbStore(db, path, false, openAnnouncements(join(dataDir, CHANGES_FILE)), true);
+  return new LmdbStore(db, path, false, openAnnouncements(join(dataDir, CHANGES_FILE)), true, guard);
 }
 
 /**
@@ -237,7 +244,9 @@ export function openLmdbFileReadOnly(path: string): LmdbStore {
   const lockFile = `${path}-lock`;
   const hadLock = existsSync(lockFile);
   if (!hadLock) needSpareFor(lockFile);
-  const db = open({ path, ...LMDB_OPTIONS, readOnly: true, noSubdir: true }) as RootDatabase<unknown, string>;
+  // A data directory's data file may have a server committing beside us (open-guard.ts).
+  const guard = basename(path) === LMDB_FILE ? openGuard(path, false) : undefined;
+  const db = guarded(guard, () => open({ path, ...LMDB_OPTIONS, readOnly: true, noSubdir: true }) as RootDatabase<unknown, string>);
   // A lock file LMDB has just added gets the data file's mode, as openLmdbStore gives it.
   if (!hadLock) {
     try {
@@ -246,7 +255,7 @@ export function openLmdbFileReadOnly(path: string): LmdbStore {
       // Not created after all, or not ours: left as it is.
     }
   }
-  return new LmdbStore(db, path, true);
+  return new LmdbStore(db, path, true, undefined, false, guard);
 }
 
 /**
@@ -288,13 +297,23 @@ export class LmdbStore implements Store {
   #lastSeq = 0;
   /** Whether each write checks the room lmdb's commits need on disk (ROOM_NEEDED): not in a read-only store. */
   readonly #checksRoom: boolean;
+  /**
+   * Whether lmdb flushes a commit after releasing the write lock (its overlapping sync, which
+   * LMDB_OPTIONS turns off; lmdb tells on the database object): then a write waits for `flushed`.
+   */
+  readonly #overlapsSync: boolean;
+  /** Keeps the opens of other processes apart from this store's commits (open-guard.ts), where flock can be had. */
+  readonly #guard: OpenGuard | undefined;
 
-  constructor(db: RootDatabase<unknown, string>, path: string, readOnly: boolean, announced?: Float64Array, checksRoom = false) {
+  constructor(db: RootDatabase<unknown, string>, path: string, readOnly: boolean, announced?: Float64Array, checksRoom = false, guard?: OpenGuard) {
     this.#db = db;
     this.#path = path;
     this.#readOnly = readOnly;
     this.#announced = announced;
     this.#checksRoom = checksRoom;
+    this.#overlapsSync = (db as { overlappingSync?: boolean }).overlappingSync === true;
+    this.#guard = guard;
+    guard?.opened();
     this.description = `lmdb ${path}${readOnly ? " (read-only)" : ""}`;
   }
 
@@ -309,6 +328,21 @@ export class LmdbStore implements Store {
    */
   #write<T>(body: () => T, uncounted = false): Promise<T> {
     if (this.#readOnly) return Promise.reject(new StoreError("unavailable", "the store is open read-only"));
+    const guard = this.#guard;
+    if (guard === undefined) return this.#commit(body, uncounted);
+    // Started only while no process opens the data, and counted until its commit resolved.
+    const run = () => {
+      const committing = this.#commit(body, uncounted);
+      const written = () => guard.written();
+      committing.then(written, written);
+      return committing;
+    };
+    const waiting = guard.beforeWrite();
+    return waiting === undefined ? run() : waiting.then(run);
+  }
+
+  /** The write transaction of `#write`. */
+  #commit<T>(body: () => T, uncounted: boolean): Promise<T> {
     let seq: number | undefined;
     const committed = this.#db
       .transaction(() => {
@@ -325,10 +359,13 @@ export class LmdbStore implements Store {
       })
       .catch((error: unknown) => commitFailure(error, this.#path));
     // Announced once committed (other processes may read it from then on, see changeSeqNow),
-    // before the caller learns of it, which is once it is flushed.
+    // before the caller learns of it, which is once it is on disk. Without overlapping sync
+    // (LMDB_OPTIONS) lmdb begins each write transaction without MDB_NOSYNC, so the commit is
+    // flushed before the transaction resolves; `db.flushed` would wait for a later commit too.
+    // Over an environment that overlaps its syncs, it waits for `flushed`.
     return committed.then((result) => {
       if (seq !== undefined && this.#announced !== undefined) this.#announced[0] = seq;
-      return this.#db.flushed.then(() => result);
+      return this.#overlapsSync ? this.#db.flushed.then(() => result) : result;
     });
   }
 
@@ -835,8 +872,12 @@ export class LmdbStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (!(await finishesWithin(this.#db.close(), CLOSE_TIMEOUT_MS))) {
-      throw new StoreError("unavailable", `${this.#path} did not close within ${CLOSE_TIMEOUT_MS / 1000} s: lmdb still waits for a write it could not make (the disk is full or failing)`);
+    try {
+      if (!(await finishesWithin(this.#db.close(), CLOSE_TIMEOUT_MS))) {
+        throw new StoreError("unavailable", `${this.#path} did not close within ${CLOSE_TIMEOUT_MS / 1000} s: lmdb still waits for a write it could not make (the disk is full or failing)`);
+      }
+    } finally {
+      this.#guard?.closed();
     }
   }
 }
