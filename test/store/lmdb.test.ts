@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { open } from "lmdb";
 import { CHANGES_FILE, KEYS_LOG_LENGTH, LMDB_FILE, LmdbStore, ROOM_NEEDED, openLmdbFileForRestore, openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import type { RootDatabase } from "lmdb";
+import { backupEnvironment } from "../../src/store/lmdb/lmdb-file.ts";
 import { key } from "../../src/store/lmdb/lmdb-keys.ts";
 import { tempDir } from "../helpers/app.ts";
 import { runChangeSeqNowFreshness, runRevocationFreshness } from "./contract-changes.ts";
@@ -483,6 +484,28 @@ describe("lmdb store", () => {
 });
 
 describe("lmdb backup and read-only files", () => {
+  test("a backup's partial copy is the owner's alone from its first byte, whatever the umask", () =>
+    withDir(async (path) => {
+      const modes: number[] = [];
+      const previous = process.umask(0o022);
+      try {
+        // As lmdb does: the copy is created with the default mode, less the umask.
+        const copying = {
+          backup: async (file: string) => {
+            writeFileSync(file, "partial", { mode: 0o666 });
+            modes.push(statSync(file).mode & 0o777);
+          },
+        };
+        await backupEnvironment(copying, join(path, "copy.mdb"), join(path, LMDB_FILE));
+        expect(process.umask()).toBe(0o022);
+      } finally {
+        process.umask(previous);
+      }
+      expect(modes).toEqual([0o600]);
+      expect(statSync(join(path, "copy.mdb")).mode & 0o777).toBe(0o600);
+      expect(readdirSync(path)).toEqual(["copy.mdb"]);
+    }));
+
   test("a backup is the snapshot at backup time and opens read-only", () =>
     withDir(async (path) => {
       const store = openLmdbStore(path);

@@ -112,8 +112,15 @@ export async function backupEnvironment(db: BackupSource, path: string, source: 
   if (existsSync(target)) throw new StoreError("already_exists", `${path} already exists`);
   const partial = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
   rmSync(partial, { force: true });
+  // lmdb creates the copy with the process's umask: the partial copy, readable by others until
+  // chmod, and left so by a backup killed meanwhile, is the owner's alone from its first byte.
+  const umask = process.umask(0o077);
   try {
-    await db.backup(partial, true);
+    try {
+      await db.backup(partial, true);
+    } finally {
+      process.umask(umask);
+    }
     chmodSync(partial, 0o600);
     fsyncPath(partial);
     if (!placeFile(partial, target)) throw new StoreError("already_exists", `${path} already exists`);
