@@ -138,6 +138,12 @@ const REPEAT_LOG_MS = 60_000;
  */
 const LOAD_CONCURRENCY = 8;
 
+/** How many retired keys of `before` kept their private half there and have none in `after`. */
+function droppedPrivateHalves(before: KeySetRecord, after: KeySetRecord): number {
+  const sealed = new Set(before.keys.filter((k) => k.state === "retired" && k.sealedPrivateJwk !== undefined).map((k) => k.kid));
+  return after.keys.filter((k) => sealed.has(k.kid) && k.sealedPrivateJwk === undefined).length;
+}
+
 /** The items of `items` in a random order (Fisher–Yates, in place). */
 function shuffled<T>(items: T[]): T[] {
   for (let i = items.length - 1; i > 0; i--) {
@@ -360,7 +366,7 @@ export class KeyService {
     let pending: Promise<SigningKeyRecord> | undefined;
     // What the attempt that finally swapped did; logged only after the swap succeeded, so a
     // process that lost the race does not report a rotation it did not make.
-    let outcome = { removed: 0, dropped: 0 } as "rotated" | "replaced" | { removed: number; dropped: number } | { aheadMs: number };
+    let outcome = { removed: 0, dropped: 0 } as { rotated: true; dropped: number } | "replaced" | { removed: number; dropped: number } | { aheadMs: number };
     const written = await this.#swap(projectId, async (stored) => {
       const now = this.#o.now();
       const policy = this.#policy(projectId);
@@ -382,8 +388,9 @@ export class KeyService {
         const at = this.#o.now();
         const rotated = rotateKeySet(set, { ...key, createdAt: at }, at, maxAge, this.#o.keepRetiredPrivateHalves);
         if (!("readyAt" in rotated)) {
-          outcome = "rotated";
-          return pruneKeySet(rotated, at, this.#o.keepRetiredPrivateHalves) ?? rotated;
+          const result = pruneKeySet(rotated, at, this.#o.keepRetiredPrivateHalves) ?? rotated;
+          outcome = { rotated: true, dropped: droppedPrivateHalves(set, result) };
+          return result;
         }
         if (!newAlg) return recorded;
       }
@@ -398,16 +405,15 @@ export class KeyService {
         return aheadMs > 0 ? rebaseKeySet(set, key, at) : replaceNextKey(set, { ...key, createdAt: at });
       }
       const pruned = pruneKeySet(set, now, this.#o.keepRetiredPrivateHalves);
-      const sealed = new Set(set.keys.filter((k) => k.state === "retired" && k.sealedPrivateJwk !== undefined).map((k) => k.kid));
       outcome = {
         removed: pruned === undefined ? 0 : set.keys.length - pruned.keys.length,
-        dropped: pruned === undefined ? 0 : pruned.keys.filter((k) => sealed.has(k.kid)).length,
+        dropped: pruned === undefined ? 0 : droppedPrivateHalves(set, pruned),
       };
       return pruned ?? recorded;
     });
     if (written === undefined) return;
     const { current, next } = keysByState(written);
-    if (outcome === "rotated") this.#o.logger.info("signing key rotated", { kid: current.kid, reason: "scheduled" });
+    if (outcome !== "replaced" && "rotated" in outcome) this.#o.logger.info("signing key rotated", { kid: current.kid, reason: "scheduled" });
     else if (outcome === "replaced") this.#o.logger.info("next signing key replaced for a new algorithm", { kid: next.kid, alg: next.alg });
     else if ("aheadMs" in outcome) {
       this.#o.logger.warn("the clock is behind the signing keys (it went back); a new next key is published and rotations count from now", {
@@ -416,8 +422,11 @@ export class KeyService {
       });
     } else {
       if (outcome.removed > 0) this.#o.logger.info("retired signing keys removed", { count: outcome.removed });
-      // Kept by a version before retirement dropped them (keys/lifecycle.ts pruneKeySet).
-      if (outcome.dropped > 0) this.#o.logger.info("private halves of retired signing keys dropped", { count: outcome.dropped });
+    }
+    // Kept by a version before retirement dropped them (keys/lifecycle.ts pruneKeySet), whether
+    // the pass that drops them rotates or not.
+    if (outcome !== "replaced" && "dropped" in outcome && outcome.dropped > 0) {
+      this.#o.logger.info("private halves of retired signing keys dropped", { count: outcome.dropped });
     }
   }
 

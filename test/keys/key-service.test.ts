@@ -199,6 +199,30 @@ describe("KeyService rotation", () => {
     expect(ring(t).jwksEtag).toBe(etag);
   });
 
+  test("a first pass that rotates says so, and that it dropped the private halves an earlier version kept", async () => {
+    const dataDir = sharedDir();
+    const clock = new FakeClock();
+    const a = await app({ dataDir, clock });
+    const before = (await storedSet(a)).keys.find((k) => k.state === "current")!;
+    clock.advance(PERIOD_S);
+    await a.ctx.keys.tick();
+    const rotated = await storedSet(a);
+    const older = { ...rotated, version: rotated.version + 1, keys: rotated.keys.map((k) => (k.kid === before.kid ? { ...k, sealedPrivateJwk: before.sealedPrivateJwk } : k)) };
+    expect(await a.ctx.store.swapKeySet(older, rotated.version)).toBe(true);
+    await closeApp(a);
+    // Down for longer than a period: the first pass of the next service rotates.
+    clock.advance(PERIOD_S + 60);
+    const logLines: string[] = [];
+    const b = await app({ dataDir, clock, masterKey: a.masterKey, logLines });
+    await b.ctx.keys.tick();
+    await b.ctx.keys.tick();
+    expect(logLines.filter((line) => line.includes("signing key rotated"))).toHaveLength(1);
+    expect(logLines.filter((line) => line.includes("private halves of retired signing keys dropped"))).toEqual([expect.stringContaining('"count":1')]);
+    const after = await storedSet(b);
+    expect(after.keys.filter((k) => k.sealedPrivateJwk !== undefined).map((k) => k.state).sort()).toEqual(["current", "next"]);
+    expect(after.keys.find((k) => k.kid === before.kid)).not.toHaveProperty("sealedPrivateJwk");
+  });
+
   test("a retired key's private half kept in the data is dropped by the first pass of a service opened on it", async () => {
     const dataDir = sharedDir();
     const clock = new FakeClock();
