@@ -25,6 +25,7 @@ import { fsyncPath } from "../runtime/durable-files.ts";
 import { DATA_FORMAT } from "../startup.ts";
 import { lmdbFileProblem } from "../store/lmdb/lmdb-file.ts";
 import { CHANGES_FILE, LMDB_FILE, openLmdbFileForRestore, openLmdbFileReadOnly, type ExpiringEntry } from "../store/lmdb/lmdb-store.ts";
+import { openGuard } from "../store/lmdb/open-guard.ts";
 import type { ApiKeyRecord, ClientRecord, KeySetRecord, Page, PageRequest, SigningKeyRecord } from "../store/store.ts";
 import { UsageError, type ParsedArgs } from "./args.ts";
 import { inspectData } from "./check.ts";
@@ -73,14 +74,21 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
     } finally {
       await store.close();
     }
-    kept = await keepFromReplaced(staged, await readReplaced(target, config, clock.now()), clock.now());
-    rmSync(`${staged}-lock`, { force: true });
-    fsyncPath(staged);
-    // The old data's last announced change (store/lmdb): the restored counter may be behind it, and
-    // a server would take the commit that reaches it again for one it has already seen. Removed
-    // before the rename, so no crash leaves it beside the restored data (the old data needs none).
-    rmSync(join(dataDir, CHANGES_FILE), { force: true });
-    renameSync(staged, target);
+    // From reading the data replaced to the rename, no command beside us finishes a write (it would
+    // go into the file replaced): the guard keeps them waiting, and they then find the data replaced.
+    const replace = async (): Promise<Kept> => {
+      const keeping = await keepFromReplaced(staged, await readReplaced(target, config, clock.now()), clock.now());
+      rmSync(`${staged}-lock`, { force: true });
+      fsyncPath(staged);
+      // The old data's last announced change (store/lmdb): the restored counter may be behind it,
+      // and a server would take the commit that reaches it again for one it has already seen.
+      // Removed before the rename, so no crash leaves it beside the restored data.
+      rmSync(join(dataDir, CHANGES_FILE), { force: true });
+      renameSync(staged, target);
+      return keeping;
+    };
+    const guard = openGuard(target, false);
+    kept = await (guard === undefined ? replace() : guard.exclusively(replace));
     rmSync(`${target}-lock`, { force: true });
     fsyncPath(dataDir);
   } catch (error) {

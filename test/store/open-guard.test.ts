@@ -1,14 +1,16 @@
 import { describe, expect, test } from "bun:test";
+import { copyFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
+import { LMDB_FILE, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import { openGuard } from "../../src/store/lmdb/open-guard.ts";
 import { tempDir } from "../helpers/app.ts";
+import { newProjectId, providerRecord, T0 } from "./fixtures.ts";
 
-/** Starts the child on `file` and resolves with it once it holds its locks; `done` is when it let go. */
-async function child(file: string, mode: "write" | "open", ms: number) {
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, "open-guard-child.ts"), file, mode, String(ms)], { stdout: "pipe", stderr: "inherit" });
+/** Reads `proc`'s stdout as it comes: `until(pattern)` resolves with the first match in all read so far. */
+function output(proc: { stdout: ReadableStream<Uint8Array> }) {
   const reader = proc.stdout.getReader();
   let text = "";
-  const readUntil = async (pattern: RegExp) => {
+  return async (pattern: RegExp) => {
     while (!pattern.test(text)) {
       const { value, done } = await reader.read();
       if (done) throw new Error(`the child ended before ${pattern}: ${text}`);
@@ -16,9 +18,15 @@ async function child(file: string, mode: "write" | "open", ms: number) {
     }
     return pattern.exec(text) as RegExpExecArray;
   };
-  await readUntil(/started/);
+}
+
+/** Starts the child on `file` and resolves with it once it holds its locks; `done` is when it let go. */
+async function child(file: string, mode: "write" | "open", ms: number) {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, "open-guard-child.ts"), file, mode, String(ms)], { stdout: "pipe", stderr: "inherit" });
+  const until = output(proc);
+  await until(/started/);
   return {
-    done: async () => Number((await readUntil(/done (\d+)/))[1]),
+    done: async () => Number((await until(/done (\d+)/))[1]),
     exited: proc.exited,
   };
 }
@@ -50,6 +58,38 @@ describe("lmdb open guard: opening the data never overlaps a commit of another p
       guard.written();
       expect(startedAt).toBeGreaterThanOrEqual(await opener.done());
       expect(await opener.exited).toBe(0);
+    } finally {
+      dir.remove();
+    }
+  });
+
+  test("a command's write that waits while a restore replaces the data is refused, and goes into neither file", async () => {
+    const dir = tempDir("tokenmint-guard-");
+    try {
+      const A = newProjectId(T0);
+      const store = openLmdbStore(dir.path);
+      const before = providerRecord(A, T0, "before");
+      await store.createProvider(before);
+      await store.close();
+      const proc = Bun.spawn([process.execPath, join(import.meta.dir, "replaced-child.ts"), dir.path, A], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+      const until = output(proc);
+      await until(/opened/);
+      const target = join(dir.path, LMDB_FILE);
+      await openGuard(target, false)!.exclusively(async () => {
+        // The command writes now: it waits until the data is replaced.
+        proc.stdin.write("go\n");
+        proc.stdin.flush();
+        await Bun.sleep(300);
+        // As restore does: a copy of the data put in its place.
+        copyFileSync(target, `${target}.staged`);
+        renameSync(`${target}.staged`, target);
+      });
+      proc.stdin.end();
+      expect((await until(/(refused|written) .*/))[0]).toMatch(/^refused .*was replaced since this process opened it \(a restore\): run the command again/);
+      expect(await proc.exited).toBe(0);
+      const after = openLmdbStore(dir.path);
+      expect((await after.listProviders(A, { limit: 10 })).items.map((p) => p.name)).toEqual(["before"]);
+      await after.close();
     } finally {
       dir.remove();
     }

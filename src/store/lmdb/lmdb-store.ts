@@ -304,6 +304,8 @@ export class LmdbStore implements Store {
   readonly #overlapsSync: boolean;
   /** Keeps the opens of other processes apart from this store's commits (open-guard.ts), where flock can be had. */
   readonly #guard: OpenGuard | undefined;
+  /** The data file this store opened (its inode), for a writing store with a guard: a restore may replace it. */
+  readonly #inode: number | undefined;
 
   constructor(db: RootDatabase<unknown, string>, path: string, readOnly: boolean, announced?: Float64Array, checksRoom = false, guard?: OpenGuard) {
     this.#db = db;
@@ -313,6 +315,7 @@ export class LmdbStore implements Store {
     this.#checksRoom = checksRoom;
     this.#overlapsSync = (db as { overlappingSync?: boolean }).overlappingSync === true;
     this.#guard = guard;
+    this.#inode = guard === undefined || readOnly ? undefined : statSync(path).ino;
     guard?.opened();
     this.description = `lmdb ${path}${readOnly ? " (read-only)" : ""}`;
   }
@@ -332,6 +335,12 @@ export class LmdbStore implements Store {
     if (guard === undefined) return this.#commit(body, uncounted);
     // Started only while no process opens the data, and counted until its commit resolved.
     const run = () => {
+      // A restore replaces the data file while it holds the guard: a write that waited for it
+      // would go into the file replaced, and be lost with it.
+      if (statSync(this.#path, { throwIfNoEntry: false })?.ino !== this.#inode) {
+        guard.written();
+        return Promise.reject(new StoreError("unavailable", `${this.#path} was replaced since this process opened it (a restore): run the command again`));
+      }
       const committing = this.#commit(body, uncounted);
       const written = () => guard.written();
       committing.then(written, written);

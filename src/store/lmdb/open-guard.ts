@@ -61,6 +61,8 @@ export class OpenGuard {
   #writing = 0;
   /** Stores of this process on the data file: a second one shares lmdb's environment, and opens nothing. */
   #users = 0;
+  /** Holds of `exclusively` under way in this process: it holds the locks already. */
+  #exclusive = 0;
   readonly #dataFile: string;
 
   constructor(flockFn: Flock, fd: number, intentFd: number, dataFile: string) {
@@ -77,7 +79,13 @@ export class OpenGuard {
 
   /** A store of this process closed the data: the last one lets go of the lock files. */
   closed(): void {
-    if (--this.#users > 0) return;
+    this.#users--;
+    this.#disposeIfUnused();
+  }
+
+  /** Closes the lock files (which lets go of their locks) once nothing of this process uses them. */
+  #disposeIfUnused(): void {
+    if (this.#users > 0 || this.#exclusive > 0 || this.#writing > 0) return;
     guards.delete(this.#dataFile);
     closeSync(this.#fd);
     closeSync(this.#intentFd);
@@ -89,7 +97,35 @@ export class OpenGuard {
    * it blocks the thread they resolve on (a second store of the process needs no guard).
    */
   opening<T>(open: () => T): T {
-    if (this.#users > 0 || this.#writing > 0) return open();
+    if (this.#users > 0 || this.#writing > 0 || this.#exclusive > 0) return open();
+    const release = this.#take();
+    try {
+      return open();
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Runs `hold` while no other process opens the data or finishes a commit (a restore, from
+   * reading the data it replaces to the rename). Waits as `opening` does.
+   */
+  async exclusively<T>(hold: () => Promise<T>): Promise<T> {
+    const release = this.#exclusive > 0 ? () => {} : this.#take();
+    this.#exclusive++;
+    try {
+      return await hold();
+    } finally {
+      this.#exclusive--;
+      if (this.#exclusive === 0) {
+        release();
+        this.#disposeIfUnused();
+      }
+    }
+  }
+
+  /** Takes the intent lock, then the exclusive one (each for at most OPEN_WAIT_MS); returns their release. */
+  #take(): () => void {
     const deadline = Date.now() + OPEN_WAIT_MS;
     const take = (fd: number) => {
       while (this.#flock(fd, LOCK_EX | LOCK_NB) !== 0) {
@@ -100,12 +136,10 @@ export class OpenGuard {
     };
     const intent = take(this.#intentFd);
     const exclusive = intent && take(this.#fd);
-    try {
-      return open();
-    } finally {
+    return () => {
       if (exclusive) this.#flock(this.#fd, LOCK_UN);
       if (intent) this.#flock(this.#intentFd, LOCK_UN);
-    }
+    };
   }
 
   /**
@@ -123,10 +157,15 @@ export class OpenGuard {
   /** A write transaction's commit resolved (committed or failed). */
   written(): void {
     this.#writing--;
-    if (this.#writing === 0) this.#flock(this.#fd, LOCK_UN);
+    if (this.#writing === 0 && this.#exclusive === 0) this.#flock(this.#fd, LOCK_UN);
   }
 
   #tryStart(): boolean {
+    // This process holds the data exclusively (its own writes go on: the lock is for others).
+    if (this.#exclusive > 0) {
+      this.#writing++;
+      return true;
+    }
     // An opener announces itself with the intent lock: no new write starts until it is done.
     if (this.#flock(this.#intentFd, LOCK_SH | LOCK_NB) !== 0) return false;
     this.#flock(this.#intentFd, LOCK_UN);
