@@ -7,17 +7,20 @@
  * transaction starts from, whether or not it is the first process on the data. When another
  * process commits between the two, the stored id is that of the commit before: the next commit,
  * of any process, starts from the older meta page and overwrites the newer one, and the commit it
- * replaced is lost, though it was acknowledged. (Upstream LMDB fixed the same race as ITS#9496;
- * lmdb-js still has it.) Seen here as a batch of four acknowledged writes missing in about one
- * run in four of a test that writes beside processes opening the data (commands beside a server).
+ * replaced is lost, though it was acknowledged. (Upstream LMDB describes such a race of an opener
+ * and a committer as ITS#9496; lmdb-js 3.5.6 stores the id on every open.) Seen here as a batch of
+ * four acknowledged writes missing in about one run in four of a test that writes beside
+ * processes opening the data (commands beside a server).
  *
  * So a process opens the data only while no commit can finish: beside the data file, in
  * `<data file>-open`, every write transaction holds a shared lock (flock) from before lmdb starts
  * it until its commit resolves, and an open holds an exclusive lock. An opener first takes
  * `<data file>-open-intent` exclusively: while it is held, writes wait to start, so writes under
- * load cannot keep the shared lock forever. The locks go with the process that held them, however
- * it ends. Where flock cannot be had (no `bun:ffi`, no libc, a file that cannot be created), the
- * data is opened and written unguarded, as before; an open waits at most OPEN_WAIT_MS.
+ * load cannot keep the shared lock forever. `restore` holds both the same way from reading the
+ * data it replaces to the rename (`exclusively`); a store then finds its data file replaced before
+ * it writes (lmdb-store.ts). The locks go with the process that held them, however it ends. Where
+ * flock cannot be had (no `bun:ffi`, no libc, files that cannot be created), the data is opened
+ * and written unguarded, as before; an open waits at most OPEN_WAIT_MS.
  */
 import { closeSync, openSync } from "node:fs";
 import { sleepSync } from "../../runtime/sleep-sync.ts";
