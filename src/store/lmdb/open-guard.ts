@@ -160,7 +160,10 @@ export class OpenGuard {
   /** A write transaction's commit resolved (committed or failed). */
   written(): void {
     this.#writing--;
-    if (this.#writing === 0 && this.#exclusive === 0) this.#flock(this.#fd, LOCK_UN);
+    if (this.#writing > 0 || this.#exclusive > 0) return;
+    this.#flock(this.#fd, LOCK_UN);
+    // The last write of a store closed meanwhile.
+    this.#disposeIfUnused();
   }
 
   #tryStart(): boolean {
