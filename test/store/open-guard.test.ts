@@ -94,4 +94,25 @@ describe("lmdb open guard: opening the data never overlaps a commit of another p
       dir.remove();
     }
   });
+
+  test("neither side waits for ever: an opener stopped while it holds the locks, or a write that never ends, is waited for a bounded time", async () => {
+    const dir = tempDir("tokenmint-guard-");
+    try {
+      const file = join(dir.path, "tokenmint.mdb");
+      const waits = { openMs: 300, writeMs: 300 };
+      const opener = await child(file, "open", 1500);
+      const guard = openGuard(file, true, waits)!;
+      await guard.beforeWrite();
+      const startedAt = Date.now();
+      guard.written();
+      expect(startedAt).toBeLessThan(await opener.done());
+      expect(await opener.exited).toBe(0);
+      const writer = await child(file, "write", 1500);
+      const openedAt = openGuard(file, true, waits)!.opening(() => Date.now());
+      expect(openedAt).toBeLessThan(await writer.done());
+      expect(await writer.exited).toBe(0);
+    } finally {
+      dir.remove();
+    }
+  });
 });

@@ -34,8 +34,19 @@ const LOCK_UN = 8;
 export const OPEN_WAIT_MS = 10_000;
 /** How often a waiting write looks again whether the opener is done. */
 const WRITE_POLL_MS = 1;
+/**
+ * How long a write waits for an opener (or a restore) before it goes ahead unguarded: an opener
+ * stopped while it holds the locks (Ctrl-Z on a command) must not stop the server's writes.
+ */
+export const WRITE_WAIT_MS = 30_000;
 
 type Flock = (fd: number, operation: number) => number;
+
+/** How long an open and a write wait for the other before going ahead unguarded. */
+export interface GuardWaits {
+  openMs: number;
+  writeMs: number;
+}
 
 let flockFn: Flock | null | undefined;
 
@@ -67,12 +78,14 @@ export class OpenGuard {
   /** Holds of `exclusively` under way in this process: it holds the locks already. */
   #exclusive = 0;
   readonly #dataFile: string;
+  readonly #waits: GuardWaits;
 
-  constructor(flockFn: Flock, fd: number, intentFd: number, dataFile: string) {
+  constructor(flockFn: Flock, fd: number, intentFd: number, dataFile: string, waits: GuardWaits) {
     this.#flock = flockFn;
     this.#fd = fd;
     this.#intentFd = intentFd;
     this.#dataFile = dataFile;
+    this.#waits = waits;
   }
 
   /** A store of this process opened the data with this guard. */
@@ -129,7 +142,7 @@ export class OpenGuard {
 
   /** Takes the intent lock, then the exclusive one (each for at most OPEN_WAIT_MS); returns their release. */
   #take(): () => void {
-    const deadline = Date.now() + OPEN_WAIT_MS;
+    const deadline = Date.now() + this.#waits.openMs;
     const take = (fd: number) => {
       while (this.#flock(fd, LOCK_EX | LOCK_NB) !== 0) {
         if (Date.now() >= deadline) return false;
@@ -151,8 +164,15 @@ export class OpenGuard {
    */
   beforeWrite(): Promise<void> | undefined {
     if (this.#tryStart()) return undefined;
+    const deadline = Date.now() + this.#waits.writeMs;
     return new Promise<void>((resolve) => {
-      const retry = () => (this.#tryStart() ? resolve() : setTimeout(retry, WRITE_POLL_MS));
+      const retry = () => {
+        if (this.#tryStart()) return resolve();
+        if (Date.now() < deadline) return void setTimeout(retry, WRITE_POLL_MS);
+        // Unguarded: counted, holding the shared lock only if it can be had.
+        if (this.#writing++ === 0) this.#flock(this.#fd, LOCK_SH | LOCK_NB);
+        resolve();
+      };
       setTimeout(retry, WRITE_POLL_MS);
     });
   }
@@ -189,7 +209,7 @@ const guards = new Map<string, OpenGuard>();
  * user cannot open), or undefined where flock or the files cannot be had: then the data is opened
  * and written unguarded.
  */
-export function openGuard(dataFile: string, create = true): OpenGuard | undefined {
+export function openGuard(dataFile: string, create = true, waits: GuardWaits = { openMs: OPEN_WAIT_MS, writeMs: WRITE_WAIT_MS }): OpenGuard | undefined {
   const known = guards.get(dataFile);
   if (known !== undefined) return known;
   const flockFn = flock();
@@ -200,7 +220,7 @@ export function openGuard(dataFile: string, create = true): OpenGuard | undefine
   try {
     fd = openSync(`${dataFile}-open`, flags, 0o600);
     const intentFd = openSync(`${dataFile}-open-intent`, flags, 0o600);
-    const guard = new OpenGuard(flockFn, fd, intentFd, dataFile);
+    const guard = new OpenGuard(flockFn, fd, intentFd, dataFile, waits);
     guards.set(dataFile, guard);
     return guard;
   } catch {
