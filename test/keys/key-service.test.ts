@@ -199,7 +199,11 @@ describe("KeyService rotation", () => {
     expect(ring(t).jwksEtag).toBe(etag);
   });
 
-  test("a first pass that rotates says so, and that it dropped the private halves an earlier version kept", async () => {
+  /**
+   * Data as an earlier version left it: a key retired with its private half still sealed in the
+   * set. The service that made it is closed; `down` seconds pass before the caller opens another.
+   */
+  async function dataWithRetiredPrivateHalf(down: number) {
     const dataDir = sharedDir();
     const clock = new FakeClock();
     const a = await app({ dataDir, clock });
@@ -210,10 +214,15 @@ describe("KeyService rotation", () => {
     const older = { ...rotated, version: rotated.version + 1, keys: rotated.keys.map((k) => (k.kid === before.kid ? { ...k, sealedPrivateJwk: before.sealedPrivateJwk } : k)) };
     expect(await a.ctx.store.swapKeySet(older, rotated.version)).toBe(true);
     await closeApp(a);
+    clock.advance(down);
+    return { dataDir, clock, masterKey: a.masterKey, before, rotated, older };
+  }
+
+  test("a first pass that rotates says so, and that it dropped the private halves an earlier version kept", async () => {
     // Down for longer than a period: the first pass of the next service rotates.
-    clock.advance(PERIOD_S + 60);
+    const { dataDir, clock, masterKey, before } = await dataWithRetiredPrivateHalf(PERIOD_S + 60);
     const logLines: string[] = [];
-    const b = await app({ dataDir, clock, masterKey: a.masterKey, logLines });
+    const b = await app({ dataDir, clock, masterKey, logLines });
     await b.ctx.keys.tick();
     await b.ctx.keys.tick();
     expect(logLines.filter((line) => line.includes("signing key rotated"))).toHaveLength(1);
@@ -224,19 +233,9 @@ describe("KeyService rotation", () => {
   });
 
   test("a retired key's private half kept in the data is dropped by the first pass of a service opened on it", async () => {
-    const dataDir = sharedDir();
-    const clock = new FakeClock();
-    const a = await app({ dataDir, clock });
-    const before = (await storedSet(a)).keys.find((k) => k.state === "current")!;
-    clock.advance(PERIOD_S);
-    await a.ctx.keys.tick();
-    const rotated = await storedSet(a);
-    const older = { ...rotated, version: rotated.version + 1, keys: rotated.keys.map((k) => (k.kid === before.kid ? { ...k, sealedPrivateJwk: before.sealedPrivateJwk } : k)) };
-    expect(await a.ctx.store.swapKeySet(older, rotated.version)).toBe(true);
-    await closeApp(a);
-    clock.advance(60);
+    const { dataDir, clock, masterKey, before, rotated, older } = await dataWithRetiredPrivateHalf(60);
     const logLines: string[] = [];
-    const b = await app({ dataDir, clock, masterKey: a.masterKey, logLines });
+    const b = await app({ dataDir, clock, masterKey, logLines });
     await b.ctx.keys.tick();
     await b.ctx.keys.tick();
     // Said once, with how many: the operator sees when it happened.

@@ -31,26 +31,31 @@ async function child(file: string, mode: "write" | "open", ms: number) {
   };
 }
 
+/** Runs `body` with a temp directory that is removed afterwards. */
+async function inDir(body: (dir: string) => Promise<void>): Promise<void> {
+  const dir = tempDir("tokenmint-guard-");
+  try {
+    await body(dir.path);
+  } finally {
+    dir.remove();
+  }
+}
+
 describe("lmdb open guard: opening the data never overlaps a commit of another process", () => {
-  test("an open waits until a write under way in another process has let go", async () => {
-    const dir = tempDir("tokenmint-guard-");
-    try {
-      const file = join(dir.path, "tokenmint.mdb");
+  test("an open waits until a write under way in another process has let go", () =>
+    inDir(async (dir) => {
+      const file = join(dir, "tokenmint.mdb");
       const writer = await child(file, "write", 300);
       const guard = openGuard(file);
       expect(guard).toBeDefined();
       const openedAt = guard!.opening(() => Date.now());
       expect(openedAt).toBeGreaterThanOrEqual(await writer.done());
       expect(await writer.exited).toBe(0);
-    } finally {
-      dir.remove();
-    }
-  });
+    }));
 
-  test("while another process opens, a write waits to start until the open is done", async () => {
-    const dir = tempDir("tokenmint-guard-");
-    try {
-      const file = join(dir.path, "tokenmint.mdb");
+  test("while another process opens, a write waits to start until the open is done", () =>
+    inDir(async (dir) => {
+      const file = join(dir, "tokenmint.mdb");
       const opener = await child(file, "open", 300);
       const guard = openGuard(file)!;
       await guard.beforeWrite();
@@ -58,23 +63,19 @@ describe("lmdb open guard: opening the data never overlaps a commit of another p
       guard.written();
       expect(startedAt).toBeGreaterThanOrEqual(await opener.done());
       expect(await opener.exited).toBe(0);
-    } finally {
-      dir.remove();
-    }
-  });
+    }));
 
-  test("a command's write that waits while a restore replaces the data is refused, and goes into neither file", async () => {
-    const dir = tempDir("tokenmint-guard-");
-    try {
+  test("a command's write that waits while a restore replaces the data is refused, and goes into neither file", () =>
+    inDir(async (dir) => {
       const A = newProjectId(T0);
-      const store = openLmdbStore(dir.path);
+      const store = openLmdbStore(dir);
       const before = providerRecord(A, T0, "before");
       await store.createProvider(before);
       await store.close();
-      const proc = Bun.spawn([process.execPath, join(import.meta.dir, "replaced-child.ts"), dir.path, A], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+      const proc = Bun.spawn([process.execPath, join(import.meta.dir, "replaced-child.ts"), dir, A], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
       const until = output(proc);
       await until(/opened/);
-      const target = join(dir.path, LMDB_FILE);
+      const target = join(dir, LMDB_FILE);
       await openGuard(target, false)!.exclusively(async () => {
         // The command writes now: it waits until the data is replaced.
         proc.stdin.write("go\n");
@@ -87,18 +88,14 @@ describe("lmdb open guard: opening the data never overlaps a commit of another p
       proc.stdin.end();
       expect((await until(/(refused|written) .*/))[0]).toMatch(/^refused .*was replaced since this process opened it \(a restore\): run the command again/);
       expect(await proc.exited).toBe(0);
-      const after = openLmdbStore(dir.path);
+      const after = openLmdbStore(dir);
       expect((await after.listProviders(A, { limit: 10 })).items.map((p) => p.name)).toEqual(["before"]);
       await after.close();
-    } finally {
-      dir.remove();
-    }
-  });
+    }));
 
-  test("neither side waits for ever: an opener stopped while it holds the locks, or a write that never ends, is waited for a bounded time", async () => {
-    const dir = tempDir("tokenmint-guard-");
-    try {
-      const file = join(dir.path, "tokenmint.mdb");
+  test("neither side waits for ever: an opener stopped while it holds the locks, or a write that never ends, is waited for a bounded time", () =>
+    inDir(async (dir) => {
+      const file = join(dir, "tokenmint.mdb");
       const waits = { openMs: 300, writeMs: 300 };
       const opener = await child(file, "open", 1500);
       const guard = openGuard(file, true, waits)!;
@@ -111,8 +108,5 @@ describe("lmdb open guard: opening the data never overlaps a commit of another p
       const openedAt = openGuard(file, true, waits)!.opening(() => Date.now());
       expect(openedAt).toBeLessThan(await writer.done());
       expect(await writer.exited).toBe(0);
-    } finally {
-      dir.remove();
-    }
-  });
+    }));
 });
