@@ -85,11 +85,14 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
       // Removed before the rename, so no crash leaves it beside the restored data.
       rmSync(join(dataDir, CHANGES_FILE), { force: true });
       renameSync(staged, target);
+      // The old data's reader table, removed while no process opens the data: one opening the
+      // restored data after the guard lets go makes a new one (it would share the old one with
+      // processes still on the data replaced).
+      rmSync(`${target}-lock`, { force: true });
       return keeping;
     };
     const guard = openGuard(target, false);
     kept = await (guard === undefined ? replace() : guard.exclusively(replace));
-    rmSync(`${target}-lock`, { force: true });
     fsyncPath(dataDir);
   } catch (error) {
     rmSync(staged, { force: true });

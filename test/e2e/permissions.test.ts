@@ -86,6 +86,17 @@ test.skipIf(!canSwitchUser)("files the service's user cannot write: every comman
   refusedWith(["apikeys", "list"], `${dataFile} cannot be read and written by this user (give it to the service's user)`);
   chmodSync(dataFile, 0o600);
   expect(asNobody(["check"]).code).toBe(0);
+
+  // The open guard's files, made by a command run as root on data without them: the service's
+  // user would otherwise write unguarded, silently.
+  for (const suffix of ["-open", "-open-intent"]) {
+    const guardFile = `${dataFile}${suffix}`;
+    rmSync(guardFile);
+    expect(run(["apikeys", "create", "--name", `root${suffix}`], env, false).code).toBe(0);
+    refusedWith(["apikeys", "list"], `${guardFile} cannot be read and written by this user (give it to the service's user)`);
+    chownSync(guardFile, NOBODY, NOBODY);
+  }
+  expect(asNobody(["apikeys", "list"]).code).toBe(0);
 }, 60_000);
 
 test.skipIf(!canSwitchUser)("serve, too, stops with one line on a lock file the service's user cannot write", async () => {

@@ -178,13 +178,15 @@ function needSpareFor(path: string): void {
 }
 
 /**
- * Why this user could not open the data of `dataDir` for writing, or undefined: its data file or
- * LMDB's lock file (the reader table, which readers write too) exists but cannot be both read and
- * written here, as when a command run once as root left a lock file of its own. lmdb, given
+ * Why this user could not open the data of `dataDir` for writing, or undefined: its data file,
+ * LMDB's lock file (the reader table, which readers write too) or a file of the open guard exists
+ * but cannot be both read and written here, as when a command run once as root left a lock file of its own. lmdb, given
  * such a lock file, crashes the process rather than failing.
  */
 export function dataFilesProblem(dataDir: string): string | undefined {
-  for (const file of [join(dataDir, LMDB_FILE), join(dataDir, `${LMDB_FILE}-lock`)]) {
+  // The open guard's files too: without them a server would write unguarded (open-guard.ts).
+  const files = ["", "-lock", "-open", "-open-intent"].map((suffix) => join(dataDir, `${LMDB_FILE}${suffix}`));
+  for (const file of files) {
     try {
       accessSync(file, constants.R_OK | constants.W_OK);
     } catch (error) {
@@ -335,13 +337,19 @@ export class LmdbStore implements Store {
     if (guard === undefined) return this.#commit(body, uncounted);
     // Started only while no process opens the data, and counted until its commit resolved.
     const run = () => {
-      // A restore replaces the data file while it holds the guard: a write that waited for it
-      // would go into the file replaced, and be lost with it.
-      if (statSync(this.#path, { throwIfNoEntry: false })?.ino !== this.#inode) {
+      let committing: Promise<T>;
+      try {
+        // A restore replaces the data file while it holds the guard: a write that waited for it
+        // would go into the file replaced, and be lost with it.
+        if (statSync(this.#path, { throwIfNoEntry: false })?.ino !== this.#inode) {
+          throw new StoreError("unavailable", `${this.#path} was replaced since this process opened it (a restore): run the command again`);
+        }
+        committing = this.#commit(body, uncounted);
+      } catch (error) {
+        // Never started (lmdb throws at once on a closed store): counted out all the same.
         guard.written();
-        return Promise.reject(new StoreError("unavailable", `${this.#path} was replaced since this process opened it (a restore): run the command again`));
+        return Promise.reject(error);
       }
-      const committing = this.#commit(body, uncounted);
       const written = () => guard.written();
       committing.then(written, written);
       return committing;

@@ -20,7 +20,8 @@
  * data it replaces to the rename (`exclusively`); a store then finds its data file replaced before
  * it writes (lmdb-store.ts). The locks go with the process that held them, however it ends. Where
  * flock cannot be had (no `bun:ffi`, no libc, files that cannot be created), the data is opened
- * and written unguarded, as before; an open waits at most OPEN_WAIT_MS.
+ * and written unguarded, as before. An open waits at most OPEN_WAIT_MS for the writes under way;
+ * a write waits as long as an opener holds the locks.
  */
 import { closeSync, openSync } from "node:fs";
 import { sleepSync } from "../../runtime/sleep-sync.ts";
@@ -32,20 +33,18 @@ const LOCK_UN = 8;
 
 /** How long an open waits for commits under way to finish before it goes ahead unguarded. */
 export const OPEN_WAIT_MS = 10_000;
-/** How often a waiting write looks again whether the opener is done. */
-const WRITE_POLL_MS = 1;
 /**
- * How long a write waits for an opener (or a restore) before it goes ahead unguarded: an opener
- * stopped while it holds the locks (Ctrl-Z on a command) must not stop the server's writes.
+ * How often a waiting write looks again whether the opener is done. A write waits as long as an
+ * opener holds the locks: one that went ahead while a command was stopped inside lmdb's open
+ * (Ctrl-Z at that moment) made the server's later writes fail (MDB_BAD_TXN) until a restart.
  */
-export const WRITE_WAIT_MS = 30_000;
+const WRITE_POLL_MS = 1;
 
 type Flock = (fd: number, operation: number) => number;
 
-/** How long an open and a write wait for the other before going ahead unguarded. */
+/** How long an open waits for the writes under way before going ahead unguarded. */
 export interface GuardWaits {
   openMs: number;
-  writeMs: number;
 }
 
 let flockFn: Flock | null | undefined;
@@ -77,6 +76,10 @@ export class OpenGuard {
   #users = 0;
   /** Holds of `exclusively` under way in this process: it holds the locks already. */
   #exclusive = 0;
+  /** Writes of this process waiting for an opener: the lock files stay open for them. */
+  #waiting = 0;
+  /** The lock files are closed: the stores of this process on the data are. */
+  #disposed = false;
   readonly #dataFile: string;
   readonly #waits: GuardWaits;
 
@@ -101,8 +104,9 @@ export class OpenGuard {
 
   /** Closes the lock files (which lets go of their locks) once nothing of this process uses them. */
   #disposeIfUnused(): void {
-    if (this.#users > 0 || this.#exclusive > 0 || this.#writing > 0) return;
-    guards.delete(this.#dataFile);
+    if (this.#disposed || this.#users > 0 || this.#exclusive > 0 || this.#writing > 0 || this.#waiting > 0) return;
+    this.#disposed = true;
+    if (guards.get(this.#dataFile) === this) guards.delete(this.#dataFile);
     closeSync(this.#fd);
     closeSync(this.#intentFd);
   }
@@ -113,7 +117,7 @@ export class OpenGuard {
    * it blocks the thread they resolve on (a second store of the process needs no guard).
    */
   opening<T>(open: () => T): T {
-    if (this.#users > 0 || this.#writing > 0 || this.#exclusive > 0) return open();
+    if (this.#users > 0 || this.#writing > 0 || this.#exclusive > 0 || this.#disposed) return open();
     const release = this.#take();
     try {
       return open();
@@ -164,31 +168,30 @@ export class OpenGuard {
    */
   beforeWrite(): Promise<void> | undefined {
     if (this.#tryStart()) return undefined;
-    const deadline = Date.now() + this.#waits.writeMs;
+    this.#waiting++;
     return new Promise<void>((resolve) => {
       const retry = () => {
-        if (this.#tryStart()) return resolve();
-        if (Date.now() < deadline) return void setTimeout(retry, WRITE_POLL_MS);
-        // Unguarded: counted, holding the shared lock only if it can be had.
-        if (this.#writing++ === 0) this.#flock(this.#fd, LOCK_SH | LOCK_NB);
+        if (!this.#tryStart()) return void setTimeout(retry, WRITE_POLL_MS);
+        this.#waiting--;
         resolve();
       };
       setTimeout(retry, WRITE_POLL_MS);
     });
   }
 
-  /** A write transaction's commit resolved (committed or failed). */
+  /** A write transaction's commit resolved (committed or failed), or it never started. */
   written(): void {
     this.#writing--;
-    if (this.#writing > 0 || this.#exclusive > 0) return;
+    if (this.#writing > 0 || this.#exclusive > 0 || this.#disposed) return;
     this.#flock(this.#fd, LOCK_UN);
     // The last write of a store closed meanwhile.
     this.#disposeIfUnused();
   }
 
   #tryStart(): boolean {
-    // This process holds the data exclusively (its own writes go on: the lock is for others).
-    if (this.#exclusive > 0) {
+    // This process holds the data exclusively (its own writes go on: the lock is for others), or
+    // its stores are closed (the write fails in lmdb).
+    if (this.#exclusive > 0 || this.#disposed) {
       this.#writing++;
       return true;
     }
@@ -209,7 +212,7 @@ const guards = new Map<string, OpenGuard>();
  * user cannot open), or undefined where flock or the files cannot be had: then the data is opened
  * and written unguarded.
  */
-export function openGuard(dataFile: string, create = true, waits: GuardWaits = { openMs: OPEN_WAIT_MS, writeMs: WRITE_WAIT_MS }): OpenGuard | undefined {
+export function openGuard(dataFile: string, create = true, waits: GuardWaits = { openMs: OPEN_WAIT_MS }): OpenGuard | undefined {
   const known = guards.get(dataFile);
   if (known !== undefined) return known;
   const flockFn = flock();
