@@ -41,6 +41,16 @@ export function tempDir(prefix = "tokenmint-test-"): { path: string; remove: () 
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
 }
 
+/** Runs `body` with a temp directory (named `prefix…`) that is removed afterwards, whatever happens. */
+export async function withTempDir(prefix: string, body: (path: string) => Promise<void>): Promise<void> {
+  const dir = tempDir(prefix);
+  try {
+    await body(dir.path);
+  } finally {
+    dir.remove();
+  }
+}
+
 export interface TestAppOptions {
   alg?: SigningAlg;
   rotationPeriod?: number;

@@ -6,7 +6,7 @@ import { CHANGES_FILE, KEYS_LOG_LENGTH, LMDB_FILE, LmdbStore, ROOM_NEEDED, openL
 import type { RootDatabase } from "lmdb";
 import { backupEnvironment } from "../../src/store/lmdb/lmdb-file.ts";
 import { key } from "../../src/store/lmdb/lmdb-keys.ts";
-import { tempDir } from "../helpers/app.ts";
+import { tempDir, withTempDir } from "../helpers/app.ts";
 import { runChangeSeqNowFreshness, runRevocationFreshness } from "./contract-changes.ts";
 import { runStoreContract } from "./contract.ts";
 import { T0, apiKeyRecord, clientRecord, keySetRecord, newProjectId, providerRecord, providerWithTwoClients, storeErrorKind } from "./fixtures.ts";
@@ -37,14 +37,7 @@ runChangeSeqNowFreshness(openLmdbStore, newProjectId(T0));
 runRevocationFreshness(openLmdbStore, newProjectId(T0));
 
 /** Runs `body` with a temp data directory that is removed afterwards. */
-async function withDir(body: (path: string) => Promise<void>): Promise<void> {
-  const dir = tempDir("tokenmint-store-");
-  try {
-    await body(dir.path);
-  } finally {
-    dir.remove();
-  }
-}
+const withDir = (body: (path: string) => Promise<void>) => withTempDir("tokenmint-store-", body);
 
 const A = newProjectId(T0);
 

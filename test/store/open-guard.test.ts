@@ -3,7 +3,7 @@ import { copyFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { LMDB_FILE, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import { openGuard } from "../../src/store/lmdb/open-guard.ts";
-import { tempDir } from "../helpers/app.ts";
+import { withTempDir } from "../helpers/app.ts";
 import { newProjectId, providerRecord, T0 } from "./fixtures.ts";
 
 /** Reads `proc`'s stdout as it comes: `until(pattern)` resolves with the first match in all read so far. */
@@ -31,15 +31,7 @@ async function child(file: string, mode: "write" | "open", ms: number) {
   };
 }
 
-/** Runs `body` with a temp directory that is removed afterwards. */
-async function inDir(body: (dir: string) => Promise<void>): Promise<void> {
-  const dir = tempDir("tokenmint-guard-");
-  try {
-    await body(dir.path);
-  } finally {
-    dir.remove();
-  }
-}
+const inDir = (body: (dir: string) => Promise<void>) => withTempDir("tokenmint-guard-", body);
 
 describe("lmdb open guard: opening the data never overlaps a commit of another process", () => {
   test("an open waits until a write under way in another process has let go", () =>
@@ -96,14 +88,14 @@ describe("lmdb open guard: opening the data never overlaps a commit of another p
   test("an open waits a bounded time for a write that never ends; a write waits as long as an opener holds the locks", () =>
     inDir(async (dir) => {
       const file = join(dir, "tokenmint.mdb");
-      const waits = { openMs: 300 };
+      const openWaitMs = 300;
       const writer = await child(file, "write", 1500);
-      const openedAt = openGuard(file, true, waits)!.opening(() => Date.now());
+      const openedAt = openGuard(file, true, openWaitMs)!.opening(() => Date.now());
       expect(openedAt).toBeLessThan(await writer.done());
       expect(await writer.exited).toBe(0);
       // Going ahead while an opener is inside lmdb's open would break the data for every writer.
       const opener = await child(file, "open", 1500);
-      const guard = openGuard(file, true, waits)!;
+      const guard = openGuard(file, true, openWaitMs)!;
       await guard.beforeWrite();
       const startedAt = Date.now();
       guard.written();

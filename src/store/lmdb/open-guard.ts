@@ -42,11 +42,6 @@ const WRITE_POLL_MS = 1;
 
 type Flock = (fd: number, operation: number) => number;
 
-/** How long an open waits for the writes under way before going ahead unguarded. */
-export interface GuardWaits {
-  openMs: number;
-}
-
 let flockFn: Flock | null | undefined;
 
 /** libc's flock through bun:ffi, once per process; null where it cannot be had. */
@@ -74,21 +69,22 @@ export class OpenGuard {
   #writing = 0;
   /** Stores of this process on the data file: a second one shares lmdb's environment, and opens nothing. */
   #users = 0;
-  /** Holds of `exclusively` under way in this process: it holds the locks already. */
+  /** A hold of `exclusively` under way in this process: it holds the locks already. */
   #exclusive = 0;
   /** Writes of this process waiting for an opener: the lock files stay open for them. */
   #waiting = 0;
   /** The lock files are closed: the stores of this process on the data are. */
   #disposed = false;
   readonly #dataFile: string;
-  readonly #waits: GuardWaits;
+  /** How long an open waits for the writes under way before it goes ahead unguarded. */
+  readonly #openWaitMs: number;
 
-  constructor(flockFn: Flock, fd: number, intentFd: number, dataFile: string, waits: GuardWaits) {
+  constructor(flockFn: Flock, fd: number, intentFd: number, dataFile: string, openWaitMs: number) {
     this.#flock = flockFn;
     this.#fd = fd;
     this.#intentFd = intentFd;
     this.#dataFile = dataFile;
-    this.#waits = waits;
+    this.#openWaitMs = openWaitMs;
   }
 
   /** A store of this process opened the data with this guard. */
@@ -117,7 +113,7 @@ export class OpenGuard {
    * it blocks the thread they resolve on (a second store of the process needs no guard).
    */
   opening<T>(open: () => T): T {
-    if (this.#users > 0 || this.#writing > 0 || this.#exclusive > 0 || this.#disposed) return open();
+    if (this.#users > 0 || this.#writing > 0 || this.#exclusive > 0) return open();
     const release = this.#take();
     try {
       return open();
@@ -131,22 +127,20 @@ export class OpenGuard {
    * reading the data it replaces to the rename). Waits as `opening` does.
    */
   async exclusively<T>(hold: () => Promise<T>): Promise<T> {
-    const release = this.#exclusive > 0 ? () => {} : this.#take();
+    const release = this.#take();
     this.#exclusive++;
     try {
       return await hold();
     } finally {
       this.#exclusive--;
-      if (this.#exclusive === 0) {
-        release();
-        this.#disposeIfUnused();
-      }
+      release();
+      this.#disposeIfUnused();
     }
   }
 
   /** Takes the intent lock, then the exclusive one (each for at most OPEN_WAIT_MS); returns their release. */
   #take(): () => void {
-    const deadline = Date.now() + this.#waits.openMs;
+    const deadline = Date.now() + this.#openWaitMs;
     const take = (fd: number) => {
       while (this.#flock(fd, LOCK_EX | LOCK_NB) !== 0) {
         if (Date.now() >= deadline) return false;
@@ -212,7 +206,7 @@ const guards = new Map<string, OpenGuard>();
  * user cannot open), or undefined where flock or the files cannot be had: then the data is opened
  * and written unguarded.
  */
-export function openGuard(dataFile: string, create = true, waits: GuardWaits = { openMs: OPEN_WAIT_MS }): OpenGuard | undefined {
+export function openGuard(dataFile: string, create = true, openWaitMs = OPEN_WAIT_MS): OpenGuard | undefined {
   const known = guards.get(dataFile);
   if (known !== undefined) return known;
   const flockFn = flock();
@@ -223,7 +217,7 @@ export function openGuard(dataFile: string, create = true, waits: GuardWaits = {
   try {
     fd = openSync(`${dataFile}-open`, flags, 0o600);
     const intentFd = openSync(`${dataFile}-open-intent`, flags, 0o600);
-    const guard = new OpenGuard(flockFn, fd, intentFd, dataFile, waits);
+    const guard = new OpenGuard(flockFn, fd, intentFd, dataFile, openWaitMs);
     guards.set(dataFile, guard);
     return guard;
   } catch {
