@@ -19,16 +19,8 @@
  *   by every process of the service.
  * Every failure is `invalid_client`, with a description naming the failed check and never a key.
  */
-import {
-  base64url,
-  decodeJwt,
-  decodeProtectedHeader,
-  importJWK,
-  jwtVerify,
-  errors,
-  type JWTPayload,
-  type ProtectedHeaderParameters,
-} from "jose";
+import { constants, createPublicKey, verify, type KeyObject } from "node:crypto";
+import { base64url, decodeJwt, decodeProtectedHeader, errors, UnsecuredJWT, type JWTPayload } from "jose";
 import type { ClientRecord, Store } from "../../store/store.ts";
 import { invalidClient, OAuthError } from "./errors.ts";
 
@@ -150,28 +142,82 @@ function claimRefusal(error: unknown, audiences: readonly string[]): OAuthError 
   return invalidClient(NOT_A_JWT);
 }
 
-/** The verified claims, or invalid_client: the signature by one of the candidate keys, then jose's claim checks. */
-async function verifiedClaims(assertion: string, header: ProtectedHeaderParameters, keys: Record<string, string>[], client: ClientRecord, check: AssertionCheck) {
-  const alg = header.alg as AssertionAlg;
-  const options = {
-    algorithms: [alg],
-    issuer: client.id,
-    subject: client.id,
-    audience: [...check.audiences],
-    requiredClaims: ["exp", "jti"],
-    currentDate: new Date(check.now),
-    clockTolerance: ASSERTION_CLOCK_SKEW_S,
-  };
-  for (const key of keys) {
-    try {
-      return (await jwtVerify(assertion, await importJWK(key, alg), options)).payload;
-    } catch (error) {
-      // Another candidate may hold the signing key; claims are checked only once a signature verifies.
-      if (error instanceof errors.JWSSignatureVerificationFailed) continue;
-      throw claimRefusal(error, check.audiences);
-    }
+/** How node:crypto verifies each alg's signature (RFC 7518 §3): the digest and the key options. */
+const VERIFIERS: Readonly<Record<AssertionAlg, { digest: string | null; options: { padding?: number; saltLength?: number; dsaEncoding?: "ieee-p1363" } }>> = {
+  RS256: { digest: "sha256", options: { padding: constants.RSA_PKCS1_PADDING } },
+  RS384: { digest: "sha384", options: { padding: constants.RSA_PKCS1_PADDING } },
+  RS512: { digest: "sha512", options: { padding: constants.RSA_PKCS1_PADDING } },
+  // The salt as long as the digest, as RFC 7518 §3.5 requires (WebCrypto and jose alike).
+  PS256: { digest: "sha256", options: { padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_DIGEST } },
+  PS384: { digest: "sha384", options: { padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_DIGEST } },
+  PS512: { digest: "sha512", options: { padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_DIGEST } },
+  // R and S side by side, each the curve's full length (RFC 7518 §3.4), never DER.
+  ES256: { digest: "sha256", options: { dsaEncoding: "ieee-p1363" } },
+  ES384: { digest: "sha384", options: { dsaEncoding: "ieee-p1363" } },
+  ES512: { digest: "sha512", options: { dsaEncoding: "ieee-p1363" } },
+  EdDSA: { digest: null, options: {} },
+};
+
+/** The length of an ECDSA signature per alg: R and S of the curve's size. */
+const ECDSA_SIGNATURE_BYTES: Partial<Record<AssertionAlg, number>> = { ES256: 64, ES384: 96, ES512: 132 };
+
+/**
+ * Each registered key parsed once: the key objects of a cached key set (store/caching-store.ts
+ * hands out the same frozen record until the set changes) map to their node:crypto key.
+ */
+const publicKeys = new WeakMap<Record<string, string>, KeyObject>();
+
+function publicKeyOf(jwk: Record<string, string>): KeyObject {
+  let key = publicKeys.get(jwk);
+  if (key === undefined) {
+    key = createPublicKey({ key: jwk, format: "jwk" });
+    publicKeys.set(jwk, key);
   }
-  throw invalidClient(`client_assertion signature does not verify with the client's registered key${keys.length > 1 ? "s" : ""} for alg ${alg}.`);
+  return key;
+}
+
+/** Whether `signature` over `data` verifies with `jwk` for `alg`; synchronous (no helper thread), as the token's own signature is made. */
+function signatureVerifies(alg: AssertionAlg, jwk: Record<string, string>, data: Buffer, signature: Uint8Array): boolean {
+  const size = ECDSA_SIGNATURE_BYTES[alg];
+  if (size !== undefined && signature.length !== size) return false;
+  const { digest, options } = VERIFIERS[alg];
+  return verify(digest, data, { key: publicKeyOf(jwk), ...options }, signature);
+}
+
+/** The protected header of the unsecured JWT that carries verified claims to jose's checks. */
+const UNSECURED_HEADER = base64url.encode(JSON.stringify({ alg: "none" }));
+
+/**
+ * The claims once the signature verified with one of the candidate keys, or invalid_client. The
+ * claims go through jose's checks for a JWT (exp, nbf, iss, sub, aud, the required claims, the
+ * clock tolerance) unchanged: as the claims of an unsecured JWT, which jose validates with the
+ * same code as a verified one, since the signature is checked here already.
+ */
+function verifiedClaims(assertion: string, alg: AssertionAlg, keys: Record<string, string>[], client: ClientRecord, check: AssertionCheck): JWTPayload {
+  const signed = assertion.lastIndexOf(".");
+  const payload = assertion.slice(assertion.indexOf(".") + 1, signed);
+  let signature: Uint8Array;
+  try {
+    signature = base64url.decode(assertion.slice(signed + 1));
+  } catch {
+    throw invalidClient(NOT_A_JWT);
+  }
+  const data = Buffer.from(assertion.slice(0, signed));
+  if (!keys.some((key) => signatureVerifies(alg, key, data, signature))) {
+    throw invalidClient(`client_assertion signature does not verify with the client's registered key${keys.length > 1 ? "s" : ""} for alg ${alg}.`);
+  }
+  try {
+    return UnsecuredJWT.decode(`${UNSECURED_HEADER}.${payload}.`, {
+      issuer: client.id,
+      subject: client.id,
+      audience: [...check.audiences],
+      requiredClaims: ["exp", "jti"],
+      currentDate: new Date(check.now),
+      clockTolerance: ASSERTION_CLOCK_SKEW_S,
+    }).payload;
+  } catch (error) {
+    throw claimRefusal(error, check.audiences);
+  }
 }
 
 /** The lifetime, iat and jti rules jose does not check (see the module comment). */
@@ -197,9 +243,11 @@ export async function verifyClientAssertion(store: Store, client: ClientRecord, 
   if (!isAssertionAlg(header.alg)) {
     throw invalidClient(`client_assertion alg ${shown(header.alg)} is not accepted; sign with one of ${ASSERTION_ALGS.join(", ")}.`);
   }
+  // No JWS extension is understood here (RFC 7515 §4.1.11); a JWT never has an unencoded payload.
+  if (header.crit !== undefined) throw invalidClient("client_assertion header lists crit extensions; none is accepted in an assertion.");
   const jwks = await store.getClientJwks(client.projectId, client.id);
   if (jwks === undefined) throw invalidClient(NO_CLIENT_KEYS);
-  const claims = await verifiedClaims(assertion, header, candidateKeys(jwks.keys, header.alg, header.kid), client, check);
+  const claims = verifiedClaims(assertion, header.alg, candidateKeys(jwks.keys, header.alg, header.kid), client, check);
   const { exp, jti } = checkLifetimeAndJti(claims, Math.floor(check.now / 1000));
   // Kept as long as the assertion verifies: jose compares exp with whole seconds of now, so an exp
   // of E.5 verifies until second E + skew + 1 begins.
