@@ -25,6 +25,16 @@ export interface Logger {
 const RANK: Readonly<Record<LogLevel, number>> = { debug: 10, info: 20, warn: 30, error: 40 };
 /** Field names never written, whatever a caller passes. */
 const REDACTED = /authorization|token|secret|password|private|master.?key|api.?key$|cookie/i;
+/** REDACTED's verdict per field name: the names are the code's own, a few dozen. */
+const redactedNames = new Map<string, boolean>();
+function isRedacted(name: string): boolean {
+  let redacted = redactedNames.get(name);
+  if (redacted === undefined) {
+    redacted = REDACTED.test(name);
+    if (redactedNames.size < 1000) redactedNames.set(name, redacted);
+  }
+  return redacted;
+}
 
 /**
  * Creates a logger writing lines at or above `level` through `write` (stdout by default), which
@@ -35,12 +45,20 @@ export function createLogger(
   write: (line: string, time: number) => void = (line) => process.stdout.write(line),
   now: () => number = Date.now,
 ): Logger {
+  // A busy server writes many lines in one millisecond: their time is formatted once.
+  let formattedAt = Number.NaN;
+  let formatted = "";
   const emit = (lvl: LogLevel) => (msg: string, fields: LogFields = {}) => {
     if (RANK[lvl] < RANK[level]) return;
     const time = now();
-    const entry: Record<string, unknown> = { time: new Date(time).toISOString(), level: lvl, msg };
-    for (const [name, value] of Object.entries(fields)) {
-      if (value !== undefined && !REDACTED.test(name)) entry[name] = value;
+    if (time !== formattedAt) {
+      formatted = new Date(time).toISOString();
+      formattedAt = time;
+    }
+    const entry: Record<string, unknown> = { time: formatted, level: lvl, msg };
+    for (const name in fields) {
+      const value = fields[name];
+      if (value !== undefined && !isRedacted(name)) entry[name] = value;
     }
     write(`${JSON.stringify(entry)}\n`, time);
   };
