@@ -81,8 +81,35 @@ describe("lmdb open guard: opening the data never overlaps a commit of another p
       expect((await until(/(refused|written) .*/))[0]).toMatch(/^refused .*was replaced since this process opened it \(a restore\): run the command again/);
       expect(await proc.exited).toBe(0);
       const after = openLmdbStore(dir);
-      expect((await after.listProviders(A, { limit: 10 })).items.map((p) => p.name)).toEqual(["before"]);
+      expect((await after.listProviders(A, { limit: 10 })).items.map((p) => p.name).sort()).toEqual(["before", "earlier"]);
       await after.close();
+    }));
+
+  test("writes that keep the shared lock held let an opener in: new ones wait from the next turn on", () =>
+    inDir(async (dir) => {
+      const file = join(dir, "tokenmint.mdb");
+      const guard = openGuard(file)!;
+      const starts: number[] = [];
+      let stop = false;
+      // Three overlapping writers: one of them is always under way, so the lock is never let go by itself.
+      const writer = async () => {
+        while (!stop) {
+          await guard.beforeWrite();
+          starts.push(Date.now());
+          await Bun.sleep(2);
+          guard.written();
+        }
+      };
+      const writers = [writer(), writer(), writer()];
+      await Bun.sleep(50);
+      const opener = await child(file, "open", 300);
+      const doneAt = await opener.done();
+      stop = true;
+      await Promise.all(writers);
+      // No write started while the opener held the locks (guarded: it did not wait out its bound).
+      expect(starts.filter((at) => at > doneAt - 295 && at < doneAt - 5)).toEqual([]);
+      expect(starts.filter((at) => at >= doneAt).length).toBeGreaterThan(0);
+      expect(await opener.exited).toBe(0);
     }));
 
   test("an open waits a bounded time for a write that never ends; a write waits as long as an opener holds the locks", () =>

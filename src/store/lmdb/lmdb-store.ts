@@ -318,6 +318,8 @@ export class LmdbStore implements Store {
   readonly #guard: OpenGuard | undefined;
   /** The data file this store opened (its inode), for a writing store with a guard: a restore may replace it. */
   readonly #inode: number | undefined;
+  /** The guard's shared hold under which the data file was last found to be the one opened (OpenGuard.hold). */
+  #checkedHold: number | undefined;
 
   constructor(db: RootDatabase<unknown, string>, path: string, readOnly: boolean, announced?: Float64Array, checksRoom = false, guard?: OpenGuard) {
     this.#db = db;
@@ -350,9 +352,14 @@ export class LmdbStore implements Store {
       let committing: Promise<T>;
       try {
         // A restore replaces the data file while it holds the guard: a write that waited for it
-        // would go into the file replaced, and be lost with it.
-        if (statSync(this.#path, { throwIfNoEntry: false })?.ino !== this.#inode) {
-          throw new StoreError("unavailable", `${this.#path} was replaced since this process opened it (a restore): run the command again`);
+        // would go into the file replaced, and be lost with it. Checked once per hold of the
+        // guard's shared lock, which no restore can have interrupted.
+        const hold = guard.hold;
+        if (hold === undefined || hold !== this.#checkedHold) {
+          if (statSync(this.#path, { throwIfNoEntry: false })?.ino !== this.#inode) {
+            throw new StoreError("unavailable", `${this.#path} was replaced since this process opened it (a restore): run the command again`);
+          }
+          this.#checkedHold = hold;
         }
         committing = this.#commit(body, uncounted);
       } catch (error) {

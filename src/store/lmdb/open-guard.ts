@@ -75,6 +75,13 @@ export class OpenGuard {
   #waiting = 0;
   /** The lock files are closed: the stores of this process on the data are. */
   #disposed = false;
+  /** How often this process took the shared lock afresh: a store checks its data file once per hold (`hold`). */
+  #holds = 0;
+  /**
+   * No opener had announced itself at this turn of the event loop's first write: the writes of
+   * the same turn start without asking again (lmdb commits them together). The next turn asks.
+   */
+  #noIntentThisTurn = false;
   readonly #dataFile: string;
   /** How long an open waits for the writes under way before it goes ahead unguarded. */
   readonly #openWaitMs: number;
@@ -182,6 +189,16 @@ export class OpenGuard {
     this.#disposeIfUnused();
   }
 
+  /**
+   * The number of the shared hold under way: unchanged from one write to the next, the lock was
+   * held all along, so no process replaced the data file in between (a restore holds the lock
+   * exclusively to do so). Undefined while this process holds it exclusively or its stores are
+   * closed: every write checks then.
+   */
+  get hold(): number | undefined {
+    return this.#exclusive > 0 || this.#disposed ? undefined : this.#holds;
+  }
+
   #tryStart(): boolean {
     // This process holds the data exclusively (its own writes go on: the lock is for others), or
     // its stores are closed (the write fails in lmdb).
@@ -189,10 +206,20 @@ export class OpenGuard {
       this.#writing++;
       return true;
     }
-    // An opener announces itself with the intent lock: no new write starts until it is done.
-    if (this.#flock(this.#intentFd, LOCK_SH | LOCK_NB) !== 0) return false;
-    this.#flock(this.#intentFd, LOCK_UN);
-    if (this.#writing === 0 && this.#flock(this.#fd, LOCK_SH | LOCK_NB) !== 0) return false;
+    // An opener announces itself with the intent lock: no new write starts until it is done. The
+    // writes of one turn are finite, so asking once a turn keeps an opener from waiting forever.
+    if (!this.#noIntentThisTurn) {
+      if (this.#flock(this.#intentFd, LOCK_SH | LOCK_NB) !== 0) return false;
+      this.#flock(this.#intentFd, LOCK_UN);
+      this.#noIntentThisTurn = true;
+      setImmediate(() => {
+        this.#noIntentThisTurn = false;
+      });
+    }
+    if (this.#writing === 0) {
+      if (this.#flock(this.#fd, LOCK_SH | LOCK_NB) !== 0) return false;
+      this.#holds++;
+    }
     this.#writing++;
     return true;
   }
