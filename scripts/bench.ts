@@ -20,7 +20,9 @@
  * over its process tree). Both token routes of each algorithm are loaded, and `.../tokens` also
  * at 80 % of the peak it reached in that round: wrk again, each connection pacing itself with a
  * wait before each request, tuned in short trials to the target rate. The RS256 instance also
- * serves the JWKS and discovery figures.
+ * serves the JWKS and discovery figures; the ES256 instance's `/oauth/token` is also loaded with
+ * private_key_jwt: ES256 client assertions, each with its own jti, signed before each run
+ * (scripts/bench/assertions.ts) and sent one per request.
  *
  * The baselines: the machine's signing rate with the service's signers on all cores and `openssl
  * speed` (all cores), measured in each round between the service's loads and the others; the
@@ -51,6 +53,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createRemoteJWKSet, importJWK, jwtVerify, type JWK } from "jose";
+import { ASSERTION_TYPE, clientKeyPair, writeAssertionFiles } from "./bench/assertions.ts";
 import { machineLine, thisMachine } from "./bench/machine.ts";
 import { installPeer, PEER_CLIENT, startPeer, type PeerInstall } from "./bench/peer.ts";
 import { haveWrk, runWrk, type LoadResult, type LoadSpec } from "./bench/wrk.ts";
@@ -350,22 +353,32 @@ interface BenchServer {
   /** wrk specs of `POST .../tokens` and `POST /oauth/token`. */
   tokens: Omit<LoadSpec, "connections" | "threads" | "seconds">;
   oauth: Omit<LoadSpec, "connections" | "threads" | "seconds">;
+  /** `POST /oauth/token` by private_key_jwt (PRIVATE_KEY_JWT_ALG's server only): the spec of a run with fresh assertions. */
+  privateKeyJwt?: (seconds: number, previousRate: number | undefined) => Omit<LoadSpec, "connections" | "threads" | "seconds">;
   jwksBytes: number;
   stop(): Promise<void>;
 }
 
+/** The server whose `/oauth/token` is also loaded with private_key_jwt (ES256 client assertions). */
+const PRIVATE_KEY_JWT_ALG: Alg = "ES256";
+/** The rate the first private_key_jwt run gets assertions for; later runs get twice the previous run's. */
+const PRIVATE_KEY_JWT_FIRST_RATE = 40_000;
+
 /**
  * Starts the executable on a prepared data directory, creates a provider, a client and a client
  * secret, and checks that tokens from `POST .../tokens` and from `POST /oauth/token` verify
- * against the served JWKS.
+ * against the served JWKS. On PRIVATE_KEY_JWT_ALG's server the client also registers a public
+ * key, and a token for one of its assertions must verify too.
  */
 async function startServer(alg: Alg, dir: string, apiKey: string): Promise<BenchServer> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const server = Bun.spawn([binary, "serve"], { cwd: dir, env: serverEnv(port, alg), stdout: "ignore", stderr: "inherit" });
+  const assertionsDir = alg === PRIVATE_KEY_JWT_ALG ? mkdtempSync(join(tmpdir(), "tokenmint-bench-assertions-")) : undefined;
   const stop = async () => {
     server.kill("SIGTERM");
     await server.exited;
+    if (assertionsDir !== undefined) rmSync(assertionsDir, { recursive: true, force: true });
   };
   try {
     await waitReady(`${base}/readyz`, server);
@@ -381,12 +394,32 @@ async function startServer(alg: Alg, dir: string, apiKey: string): Promise<Bench
     const oauthHeaders = { authorization: basic(client.id as string, secret.secret as string), "content-type": FORM };
     const oauth = (await (await fetch(`${base}/oauth/token`, { method: "POST", headers: oauthHeaders, body: GRANT })).json()) as { access_token: string };
     await jwtVerify(oauth.access_token, jwks, expected);
+    let privateKeyJwt: BenchServer["privateKeyJwt"];
+    if (assertionsDir !== undefined) {
+      const key = clientKeyPair();
+      const clientPath = `/v1/providers/${provider.id}/clients/${client.id}/jwks`;
+      const registered = await fetch(`${base}${clientPath}`, { method: "PUT", headers, body: JSON.stringify({ keys: [key.publicJwk] }) });
+      if (registered.status !== 200) throw new Error(`PUT .../jwks answered ${registered.status}: ${await registered.text()}`);
+      const endpoint = `${base}/oauth/token`;
+      const [file] = writeAssertionFiles(assertionsDir, key.privateKey, client.id as string, endpoint, 1, 1);
+      const body = readFileSync(file as string, "utf8").trim();
+      if (!body.includes(encodeURIComponent(ASSERTION_TYPE))) throw new Error("the assertion body lacks its type");
+      const answer = (await (await fetch(endpoint, { method: "POST", headers: { "content-type": FORM }, body })).json()) as { access_token: string };
+      await jwtVerify(answer.access_token, jwks, expected);
+      privateKeyJwt = (runSeconds, previousRate) => {
+        const rate = previousRate === undefined ? PRIVATE_KEY_JWT_FIRST_RATE : previousRate * 2;
+        const perThread = Math.ceil((rate * runSeconds) / threads) + 1000;
+        const bodyFiles = writeAssertionFiles(assertionsDir, key.privateKey, client.id as string, endpoint, threads, perThread);
+        return { url: endpoint, method: "POST", headers: { "content-type": FORM }, bodyFiles };
+      };
+    }
     const jwksBytes = (await (await fetch(`${base}/.well-known/jwks`)).arrayBuffer()).byteLength;
     return {
       pid: server.pid,
       base,
       tokens: { url: `${base}${path}`, method: "POST", body: JSON.stringify({ expiresIn: 600 }), headers },
       oauth: { url: `${base}/oauth/token`, method: "POST", body: GRANT, headers: oauthHeaders },
+      privateKeyJwt,
       jwksBytes,
       stop,
     };
@@ -404,6 +437,8 @@ interface Load {
   spec: Omit<LoadSpec, "connections" | "threads" | "seconds">;
   /** Also measured at PACED_SHARE of the peak it reached in the same round. */
   paced?: boolean;
+  /** The spec of each run, made for it (single-use bodies): for a run of `seconds`, after one at `previousRate`. */
+  prepare?: (seconds: number, previousRate: number | undefined) => Omit<LoadSpec, "connections" | "threads" | "seconds">;
 }
 
 /** A spawned process of the bench, stopped with SIGTERM. */
@@ -412,12 +447,18 @@ async function stopProcess(proc: { kill(signal?: NodeJS.Signals): void; exited: 
   await proc.exited;
 }
 
-/** The loads of a started tokenmint: both token routes (`.../tokens` paced too); for RS256 also the JWKS and discovery. */
+/**
+ * The loads of a started tokenmint: both token routes (`.../tokens` paced too); for RS256 also the
+ * JWKS and discovery; for PRIVATE_KEY_JWT_ALG also `/oauth/token` by private_key_jwt.
+ */
 function serverLoads(alg: Alg, server: BenchServer): Load[] {
   const loads: Load[] = [
     { name: `tokens ${alg}`, pid: server.pid, spec: server.tokens, paced: true },
     { name: `tokens ${alg} oauth`, pid: server.pid, spec: server.oauth },
   ];
+  if (server.privateKeyJwt !== undefined) {
+    loads.push({ name: `tokens ${alg} private_key_jwt`, pid: server.pid, spec: server.oauth, prepare: server.privateKeyJwt });
+  }
   if (alg === "RS256") {
     loads.push({ name: "jwks", pid: server.pid, spec: { url: `${server.base}/.well-known/jwks` } });
     loads.push({ name: "discovery", pid: server.pid, spec: { url: `${server.base}/.well-known/openid-configuration` } });
@@ -640,8 +681,9 @@ async function benchRounds(): Promise<void> {
     // One step per load, and one for the signing baselines between the service's loads and the
     // other baselines. Odd rounds take the steps in reverse, so no figure is always measured first.
     const loadStep = (load: Load) => async (round: number) => {
-      if (round === 0 && warmup > 0) await runWrk({ ...load.spec, connections, threads, seconds: warmup });
-      const peak = await measured(load.pid, { ...load.spec, connections, threads, seconds });
+      const specFor = (runSeconds: number) => load.prepare?.(runSeconds, runs[load.name]?.at(-1)?.perSecond) ?? load.spec;
+      if (round === 0 && warmup > 0) await runWrk({ ...specFor(warmup), connections, threads, seconds: warmup });
+      const peak = await measured(load.pid, { ...specFor(seconds), connections, threads, seconds });
       (runs[load.name] ??= []).push(peak);
       if (load.paced) {
         const previous = pacedRuns[load.name]?.at(-1);
@@ -701,6 +743,8 @@ for (const alg of ALGS) {
   ratios[`floor+sign ${alg} / HTTP floor`] = ratio(signingFloor, floorPost);
   ratios[`floor+sign ${alg} / peer`] = ratio(signingFloor, figures[`peer ${alg}`]?.perSecond);
 }
+// What a client assertion costs beside a client secret: its signature verified, and its jti written.
+ratios[`private_key_jwt ${PRIVATE_KEY_JWT_ALG} / oauth`] = ratio(figures[`tokens ${PRIVATE_KEY_JWT_ALG} private_key_jwt`]?.perSecond, figures[`tokens ${PRIVATE_KEY_JWT_ALG} oauth`]?.perSecond);
 ratios["jwks / HTTP floor"] = ratio(figures.jwks?.perSecond, figures["floor GET"]?.perSecond);
 ratios["discovery / HTTP floor"] = ratio(figures.discovery?.perSecond, figures["floor GET"]?.perSecond);
 if (scale !== undefined) {
@@ -717,11 +761,11 @@ const spread = (values: readonly number[], digits = 0) => `${fmt(Math.min(...val
 console.log(
   `\nmachine: ${machineLine(machine)}; wrk ${threads} threads, ${connections} connections, ${seconds} s after ${warmup} s warm-up; ${rounds} round(s), the median of each figure, errors over all\n`,
 );
-console.log("figure                       req/s     p50 ms  p99 ms  max ms  errors  server cpu  rss MiB  req/s over rounds");
+console.log("figure                          req/s     p50 ms  p99 ms  max ms  errors  server cpu  rss MiB  req/s over rounds");
 for (const [name, m] of Object.entries(figures)) {
   const all = runs[name];
   console.log(
-    `${name.padEnd(27)} ${fmt(m.perSecond).padStart(7)}  ${fmt(m.p50Ms, 2).padStart(7)} ${fmt(m.p99Ms, 2).padStart(7)} ${fmt(m.maxMs, 1).padStart(7)} ${String(m.errors).padStart(7)}  ${fmt(m.serverCpuCores, 2).padStart(10)} ${fmt(m.serverRssMiB, 1).padStart(8)}  ${all === undefined ? "" : spread(all.map((r) => r.perSecond))}`,
+    `${name.padEnd(30)} ${fmt(m.perSecond).padStart(7)}  ${fmt(m.p50Ms, 2).padStart(7)} ${fmt(m.p99Ms, 2).padStart(7)} ${fmt(m.maxMs, 1).padStart(7)} ${String(m.errors).padStart(7)}  ${fmt(m.serverCpuCores, 2).padStart(10)} ${fmt(m.serverRssMiB, 1).padStart(8)}  ${all === undefined ? "" : spread(all.map((r) => r.perSecond))}`,
   );
 }
 console.log(`\nlatency at ${PACED_SHARE * 100} % of the peak (each connection waits before each request)`);

@@ -20,6 +20,11 @@ export interface LoadSpec {
    * wrk takes a request's start after its wait, so latencies never include it.
    */
   delayMs?: number;
+  /**
+   * Files of request bodies, one per line, one file per thread: each request takes its thread's
+   * next line (single-use bodies, such as client assertions). A thread that runs out starts over.
+   */
+  bodyFiles?: string[];
 }
 
 export interface LoadResult {
@@ -39,6 +44,25 @@ function luaScript(spec: LoadSpec): string {
   const lines = [`wrk.method = ${luaString(spec.method ?? "GET")}`];
   if (spec.body !== undefined) lines.push(`wrk.body = ${luaString(spec.body)}`);
   for (const [name, value] of Object.entries(spec.headers ?? {})) lines.push(`wrk.headers[${luaString(name)}] = ${luaString(value)}`);
+  if (spec.bodyFiles !== undefined) {
+    lines.push(
+      `local files = { ${spec.bodyFiles.map(luaString).join(", ")} }`,
+      "local threadCount = 0",
+      "setup = function(thread)",
+      "  threadCount = threadCount + 1",
+      "  thread:set(\"bodyFile\", files[(threadCount - 1) % #files + 1])",
+      "end",
+      "init = function(args)",
+      "  bodies = {}",
+      "  for line in io.lines(bodyFile) do bodies[#bodies + 1] = line end",
+      "  nextBody = 0",
+      "end",
+      "request = function()",
+      "  nextBody = nextBody % #bodies + 1",
+      "  return wrk.format(nil, nil, nil, bodies[nextBody])",
+      "end",
+    );
+  }
   if (spec.delayMs !== undefined) {
     const whole = Math.floor(spec.delayMs);
     lines.push(`delay = function() if math.random() < ${(spec.delayMs - whole).toFixed(4)} then return ${whole + 1} end return ${whole} end`);
