@@ -16,9 +16,9 @@
  * `<data file>-open`, every write transaction holds a shared lock (flock) from before lmdb starts
  * it until its commit resolves, and an open holds an exclusive lock. An opener first takes
  * `<data file>-open-intent` exclusively: while it is held, writes wait to start (from the next
- * turn of the writer's event loop on), so writes under load cannot keep the shared lock forever. `restore` holds both the same way from reading the
- * data it replaces to the rename (`exclusively`); a store then finds its data file replaced before
- * it writes (lmdb-store.ts). The locks go with the process that held them, however it ends. Where
+ * turn of the writer's event loop on), so writes under load cannot keep the shared lock forever.
+ * `restore` holds both the same way from reading the data it replaces to the rename
+ * (`exclusively`); a store then finds its data file replaced before it writes (lmdb-store.ts). The locks go with the process that held them, however it ends. Where
  * flock cannot be had (no `bun:ffi`, no libc, files that cannot be created), the data is opened
  * and written unguarded, as before. An open waits at most OPEN_WAIT_MS for the writes under way;
  * a write waits as long as an opener holds the locks.
