@@ -2,10 +2,11 @@
  * @module runtime/durable-files
  * Files that are on disk before anyone relies on them: flushing a file or directory, and putting
  * a flushed file in place without ever replacing one that is there (the store's backups, a
- * generated master key).
+ * generated master key). Also removing the files a killed process left under its temporary
+ * names (a backup's partial copy, a restore's staged data), which nothing else ever would.
  */
-import { closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync } from "node:fs";
-import { dirname } from "node:path";
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, readdirSync, renameSync, unlinkSync } from "node:fs";
+import { dirname, join } from "node:path";
 
 /** Flushes a file or directory to disk; a platform that cannot sync a directory is skipped. */
 export function fsyncPath(path: string): void {
@@ -39,4 +40,56 @@ export function placeFile(partial: string, target: string): boolean {
   }
   fsyncPath(dirname(target));
   return true;
+}
+
+/** The largest pid `process.kill` takes (a signed 32-bit number); no system hands out more. */
+const MAX_PID = 2 ** 31 - 1;
+
+/**
+ * Whether no process `pid` exists (signal 0 finds none: ESRCH). One of another user (EPERM) is
+ * alive, and so is whatever process has that pid now, even one that reused it: its file is kept,
+ * which only leaves a leftover a while longer.
+ */
+export function processGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}
+
+/**
+ * Removes the files of `dir` named `<prefix><pid><suffix>` (the pid in decimal digits as a process
+ * writes it, one of `suffixes`) whose process is gone: what a process killed (kill -9, a power
+ * loss) left under its temporary names, which it would have removed itself. Any other name is
+ * never touched, nor a file of a live process, which may still be writing it. Nothing here fails
+ * the caller: a directory that cannot be read, or a file that cannot be removed, is left as it is.
+ */
+export function removeLeftovers(dir: string, prefix: string, suffixes: readonly string[]): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = suffixes.map((suffix) => pidNamed(name.slice(prefix.length), suffix)).find((found) => found !== undefined);
+    if (pid === undefined || !processGone(pid)) continue;
+    try {
+      unlinkSync(join(dir, name));
+    } catch {
+      // Removed meanwhile, or not ours to remove (another user's directory): left as it is.
+    }
+  }
+}
+
+/** The pid `rest` names when it is exactly `<pid><suffix>` (no sign, no leading zero), else undefined. */
+function pidNamed(rest: string, suffix: string): number | undefined {
+  if (!rest.endsWith(suffix)) return undefined;
+  const digits = rest.slice(0, rest.length - suffix.length);
+  if (!/^[1-9][0-9]{0,9}$/.test(digits)) return undefined;
+  const pid = Number(digits);
+  return pid <= MAX_PID ? pid : undefined;
 }

@@ -51,6 +51,22 @@ export async function withTempDir(prefix: string, body: (path: string) => Promis
   }
 }
 
+/**
+ * The pid of a process that has exited (`true`, run to its end), as a command killed meanwhile
+ * left it in a file name. Made sure to be gone: a pid reused this soon fails the test rather than
+ * passing it by chance.
+ */
+export async function deadPid(): Promise<number> {
+  const child = Bun.spawn(["true"]);
+  await child.exited;
+  try {
+    process.kill(child.pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ESRCH") return child.pid;
+  }
+  throw new Error(`pid ${child.pid} of an exited process is in use again: run the test again`);
+}
+
 export interface TestAppOptions {
   alg?: SigningAlg;
   rotationPeriod?: number;

@@ -1,12 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { open } from "lmdb";
 import { CHANGES_FILE, KEYS_LOG_LENGTH, LMDB_FILE, LmdbStore, ROOM_NEEDED, openLmdbFileForRestore, openLmdbFileReadOnly, openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
 import type { RootDatabase } from "lmdb";
 import { backupEnvironment } from "../../src/store/lmdb/lmdb-file.ts";
 import { key } from "../../src/store/lmdb/lmdb-keys.ts";
-import { tempDir, withTempDir } from "../helpers/app.ts";
+import { deadPid, tempDir, withTempDir } from "../helpers/app.ts";
 import { runChangeSeqNowFreshness, runRevocationFreshness } from "./contract-changes.ts";
 import { runStoreContract } from "./contract.ts";
 import { T0, apiKeyRecord, clientRecord, keySetRecord, newProjectId, providerRecord, providerWithTwoClients, storeErrorKind } from "./fixtures.ts";
@@ -497,6 +497,35 @@ describe("lmdb backup and read-only files", () => {
       expect(modes).toEqual([0o600]);
       expect(statSync(join(path, "copy.mdb")).mode & 0o777).toBe(0o600);
       expect(readdirSync(path)).toEqual(["copy.mdb"]);
+    }));
+
+  test("a backup removes the partial copies of its file that killed backups left, and nothing else", () =>
+    withDir(async (path) => {
+      const dead = await deadPid();
+      // A backup to the same file still running: its partial copy is in use.
+      const live = Bun.spawn(["sleep", "30"]);
+      try {
+        const partial = (pid: number | string, file = "copy.mdb") => `.${file}.${pid}.partial`;
+        const kept = [
+          partial(live.pid),
+          // Another file's, or not a backup's name as it writes it: no pid, a leading zero, a sign, another suffix.
+          partial(dead, "other.mdb"),
+          partial(dead, "copy"),
+          partial(""),
+          partial(`0${dead}`),
+          partial(`-${dead}`),
+          `${partial(dead)}.old`,
+          `copy.mdb.${dead}.partial`,
+        ];
+        for (const name of [partial(dead), ...kept]) writeFileSync(join(path, name), "left");
+        // One that cannot be removed is left, and the backup goes on.
+        const stuck = partial(await deadPid());
+        mkdirSync(join(path, stuck));
+        await backupEnvironment({ backup: async (file: string) => writeFileSync(file, "copy") }, join(path, "copy.mdb"), join(path, LMDB_FILE));
+        expect(readdirSync(path).sort()).toEqual(["copy.mdb", stuck, ...kept].sort());
+      } finally {
+        live.kill();
+      }
     }));
 
   test("a backup is the snapshot at backup time and opens read-only", () =>

@@ -2,11 +2,12 @@
  * @module store/lmdb/lmdb-file
  * File-level helpers of the LMDB backend: recognizing an LMDB data file before lmdb opens it
  * (lmdb's native code crashes the process on anything else), telling damage lmdb reports from
- * other failures, and writing a backup file that never appears half-written.
+ * other failures, and writing a backup file that never appears half-written (and removing the
+ * partial copies killed backups left).
  */
 import { chmodSync, closeSync, existsSync, fstatSync, openSync, readSync, rmSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { fsyncPath, placeFile } from "../../runtime/durable-files.ts";
+import { fsyncPath, placeFile, removeLeftovers } from "../../runtime/durable-files.ts";
 import { sleepSync } from "../../runtime/sleep-sync.ts";
 import { StoreError } from "../store.ts";
 
@@ -96,6 +97,9 @@ export function damageFailure(error: unknown, path: string): unknown {
   return new StoreError("unavailable", `${path} is damaged (${error.message}): stop the server and restore a backup (tokenmint restore FILE)`);
 }
 
+/** How a backup's partial copy of FILE is named, beside it: `.FILE.<pid>.partial`. */
+const PARTIAL_SUFFIX = ".partial";
+
 /** The part of an lmdb environment a backup needs. */
 interface BackupSource {
   backup(path: string, compact: boolean): Promise<void>;
@@ -105,12 +109,17 @@ interface BackupSource {
  * Writes a compacted copy of the whole environment to `path` (mode 0600). It is read in one
  * snapshot, so it is consistent while other processes write. The copy is made under a temporary
  * name beside `path`, flushed, then linked into place: `path` never holds a partial copy, and an
- * existing `path` is `already_exists` and never overwritten.
+ * existing `path` is `already_exists` and never overwritten. The partial copies of `path` that
+ * killed backups left are removed first: as big as the data and holding its sealed keys, they
+ * would stay forever.
  */
 export async function backupEnvironment(db: BackupSource, path: string, source: string): Promise<void> {
   const target = resolve(path);
+  const partialPrefix = `.${basename(target)}.`;
+  // Those of backups still running (their process is alive) stay.
+  removeLeftovers(dirname(target), partialPrefix, [PARTIAL_SUFFIX]);
   if (existsSync(target)) throw new StoreError("already_exists", `${path} already exists`);
-  const partial = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
+  const partial = join(dirname(target), `${partialPrefix}${process.pid}${PARTIAL_SUFFIX}`);
   rmSync(partial, { force: true });
   // lmdb creates the copy with the process's umask: the partial copy, readable by others until
   // chmod, and left so by a backup killed meanwhile, is the owner's alone from its first byte.

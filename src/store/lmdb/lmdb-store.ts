@@ -895,7 +895,8 @@ export class LmdbStore implements Store {
    * Writes a compacted copy of the whole environment to `path` (mode 0600). It is read in one
    * snapshot, so it is consistent while other processes write. The copy is made under a temporary
    * name beside `path`, flushed, then linked into place: `path` never holds a partial copy, and an
-   * existing `path` is `already_exists` and never overwritten.
+   * existing `path` is `already_exists` and never overwritten. Partial copies of `path` left by
+   * killed backups are removed (backupEnvironment).
    */
   backup(path: string): Promise<void> {
     return backupEnvironment(this.#db, path, this.#path);
