@@ -5,7 +5,8 @@
  * holds the data directory, when FILE is not tokenmint data of a format it reads, or when the
  * configured master key does not open its signing keys. The backup is copied into the data
  * directory under a temporary name, checked there, flushed, and renamed over `tokenmint.mdb`;
- * the stale lock file and change announcements go with the old data.
+ * the stale lock file and change announcements go with the old data. What a restore killed before
+ * that rename left under its temporary name is removed by the next one.
  *
  * A restore undoes changes, never a revocation, and drops no signing key in use: from the data
  * replaced (when it can be read and the master key opens it), each project keeps its key set
@@ -21,7 +22,7 @@ import type { Clock } from "../context.ts";
 import { AppError } from "../errors.ts";
 import { keysByState } from "../keys/lifecycle.ts";
 import { MasterKeyError } from "../keys/master-key.ts";
-import { fsyncPath } from "../runtime/durable-files.ts";
+import { fsyncPath, removeLeftovers } from "../runtime/durable-files.ts";
 import { DATA_FORMAT } from "../startup.ts";
 import { lmdbFileProblem } from "../store/lmdb/lmdb-file.ts";
 import { CHANGES_FILE, LMDB_FILE, openLmdbFileForRestore, openLmdbFileReadOnly, type ExpiringEntry } from "../store/lmdb/lmdb-store.ts";
@@ -61,10 +62,12 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
     if (createdDir) rmdirSync(dataDir);
     throw heldRefusal(dataDir, lock.heldBy);
   }
-  const staged = join(dataDir, `.${LMDB_FILE}.restore-${process.pid}`);
+  const stagedPrefix = `.${LMDB_FILE}.restore-`;
+  const staged = join(dataDir, `${stagedPrefix}${process.pid}`);
   const target = join(dataDir, LMDB_FILE);
   let kept: Kept;
   try {
+    removeStaged(dataDir, stagedPrefix, staged);
     copyFileSync(file, staged, constants.COPYFILE_EXCL);
     chmodSync(staged, 0o600);
     // Check the very bytes that will become the data, not FILE (which could change meanwhile).
@@ -117,6 +120,25 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
   }
   if (kept.unread !== undefined) {
     io.err(`The data replaced could not be read (${kept.unread}): the backup's signing keys are used, tokens signed by keys made since no longer verify, and revocations made since are undone.`);
+  }
+}
+
+/**
+ * Removes what restores killed before their rename left in `dataDir`: a staged copy of a backup
+ * (`<prefix><pid>`, as big as the data) and its lock file (`<prefix><pid>-lock`), which nothing
+ * else ever removes. Called while this restore holds the data directory's lock and before it
+ * stages its own (`staged`): no live restore stages meanwhile, and a file of a live pid is kept
+ * anyway. One named with this process's pid is a killed restore's whose pid this one got, and
+ * would stop the copy (EEXIST). A file that cannot be removed is left: the restore goes on.
+ */
+function removeStaged(dataDir: string, prefix: string, staged: string): void {
+  removeLeftovers(dataDir, prefix, ["", "-lock"]);
+  for (const file of [staged, `${staged}-lock`]) {
+    try {
+      rmSync(file, { force: true });
+    } catch {
+      // Not ours to remove: the copy then fails naming it (EEXIST).
+    }
   }
 }
 

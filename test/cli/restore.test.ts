@@ -1,9 +1,11 @@
 /**
  * `restore` and the signing keys revoked since the backup: a retired key revoked after it stays
  * out of the JWKS, while a retired key the replaced data never knew (restored onto older data)
- * stays in. In process, on a fake clock; test/e2e/backup.test.ts runs the executable.
+ * stays in. What restores killed before their rename left is removed, and nothing else. In
+ * process, on a fake clock; test/e2e/backup.test.ts runs the executable.
  */
 import { afterEach, expect, test } from "bun:test";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { open } from "lmdb";
 import { parseArgs } from "../../src/cli/args.ts";
@@ -11,7 +13,7 @@ import { restoreCommand } from "../../src/cli/restore.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { generateMasterKeyText } from "../../src/keys/master-key.ts";
 import { LMDB_FILE, openLmdbFileReadOnly } from "../../src/store/lmdb/lmdb-store.ts";
-import { buildTestApp, FakeClock, tempDir, type TestApp } from "../helpers/app.ts";
+import { buildTestApp, deadPid, FakeClock, tempDir, type TestApp } from "../helpers/app.ts";
 
 const dirs: { remove: () => void }[] = [];
 afterEach(() => {
@@ -151,4 +153,43 @@ test("a backup of format 1 restored onto data of format 1 stays format 1", async
   for (const path of [file, join(dataDir, LMDB_FILE)]) await markFormat1(path);
   expect((await restore(dataDir, masterKey, file, clock)).json).toMatchObject({ kept: { signingKeys: 0, revocations: 0 } });
   expect((await restoredData(dataDir)).format).toBe(1);
+});
+
+test("a restore removes the staged copies and lock files restores killed before their rename left, and nothing else", async () => {
+  const { clock, dataDir, masterKey, file } = fresh();
+  const t = await buildTestApp({ clock, dataDir, masterKey });
+  await t.ctx.store.backup(file);
+  await t.close();
+  const dead = await deadPid();
+  // A restore still running elsewhere: its staged copy is in use.
+  const live = Bun.spawn(["sleep", "30"]);
+  try {
+    const staged = (pid: number | string) => `.${LMDB_FILE}.restore-${pid}`;
+    // Killed restores': one with a dead pid, one whose pid this process got since.
+    const leftovers = [staged(dead), `${staged(dead)}-lock`, staged(process.pid), `${staged(process.pid)}-lock`];
+    const kept = [
+      staged(live.pid),
+      `${staged(live.pid)}-lock`,
+      // Not a restore's name as it writes it: no pid, a leading zero, a sign, another suffix or file.
+      staged(""),
+      staged(`0${dead}`),
+      staged(`+${dead}`),
+      staged(`${dead}.old`),
+      staged(`${dead}-lock-lock`),
+      `.other.mdb.restore-${dead}`,
+      `${LMDB_FILE}.restore-${dead}`,
+      "notes.txt",
+    ];
+    for (const name of [...leftovers, ...kept]) writeFileSync(join(dataDir, name), "left");
+    // One that cannot be removed is left, and the restore goes on.
+    const stuck = staged(await deadPid());
+    mkdirSync(join(dataDir, stuck));
+
+    expect((await restore(dataDir, masterKey, file, clock)).json).toMatchObject({ kept: { signingKeys: 0, revocations: 0 } });
+    const names = readdirSync(dataDir);
+    for (const name of leftovers) expect(names).not.toContain(name);
+    for (const name of [...kept, stuck, LMDB_FILE]) expect(names).toContain(name);
+  } finally {
+    live.kill();
+  }
 });
