@@ -9,7 +9,7 @@ import { closeSync, existsSync, fsyncSync, openSync, readFileSync, rmSync, statS
 import { basename, dirname, join } from "node:path";
 import { base64url } from "jose";
 import type { Config } from "../config/schema.ts";
-import { placeFile } from "../runtime/durable-files.ts";
+import { placeFile, removeLeftovers } from "../runtime/durable-files.ts";
 
 /** A problem with the master key that must stop start-up. */
 export class MasterKeyError extends Error {
@@ -103,6 +103,8 @@ export function resolveMasterKey(config: Config, dataHasKeys: boolean, holder = 
  * sealed with it (a crash or a power loss never leaves an empty or missing key beside keys it sealed).
  */
 function writeKeyFile(path: string, text: string): boolean {
+  // A generation killed before its rename left a key never used (nothing was sealed with it).
+  removeLeftovers(dirname(path), `.${basename(path)}.`, [".partial"]);
   const partial = join(dirname(path), `.${basename(path)}.${process.pid}.partial`);
   rmSync(partial, { force: true });
   try {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { base64url } from "jose";
 import { loadConfig } from "../../src/config/load.ts";
 import { MasterKeyError, decodeMasterKey, generateMasterKeyText, resolveMasterKey } from "../../src/keys/master-key.ts";
-import { tempDir } from "../helpers/app.ts";
+import { deadPid, tempDir } from "../helpers/app.ts";
 
 /** Four distinct valid keys, one per possible source. */
 const KEY = {
@@ -105,6 +105,16 @@ describe("resolveMasterKey: generation", () => {
     const second = resolveMasterKey(config({}), true);
     expect(second.generated).toBe(false);
     expect(Array.from(second.raw)).toEqual(Array.from(first.raw));
+  });
+
+  test("a key a killed generation left under its temporary name is removed; a running one's is kept", async () => {
+    const killed = join(dataDir, `.master.key.${await deadPid()}.partial`);
+    // pid 1 is alive in every pid namespace.
+    const running = join(dataDir, ".master.key.1.partial");
+    writeFileSync(killed, KEY.file, { mode: 0o600 });
+    writeFileSync(running, KEY.credential, { mode: 0o600 });
+    expect(resolveMasterKey(config({}), false).generated).toBe(true);
+    expect(readdirSync(dataDir).sort()).toEqual([".master.key.1.partial", "master.key"]);
   });
 
   test("processes generating at once agree on one key: one writes it, the others read it whole", async () => {
