@@ -91,10 +91,17 @@ class BoundedMap<V> {
   }
 }
 
-/** Cached records are shared between callers: frozen, so no caller can change another's view. */
+/**
+ * Cached records are shared between callers: frozen all the way down (a client's key set holds an
+ * array of keys), so no caller can change another's view, and what callers keep per object (the
+ * parsed key of each registered key, core/oauth/client-assertion.ts) stays true to it.
+ */
 function frozen<T>(value: T): T {
-  if (Array.isArray(value)) for (const item of value) Object.freeze(item);
-  return Object.freeze(value);
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    for (const member of Object.values(value)) frozen(member);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 const k2 = (a: string, b: string) => `${a}\u0000${b}`;

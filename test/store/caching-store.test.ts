@@ -7,12 +7,12 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { CachingStore } from "../../src/store/caching-store.ts";
 import { openLmdbStore } from "../../src/store/lmdb/lmdb-store.ts";
-import type { ApiKeyRecord, Store } from "../../src/store/store.ts";
+import type { ApiKeyRecord, ClientJwksRecord, Store } from "../../src/store/store.ts";
 import { tempDir } from "../helpers/app.ts";
 import { runChangeSeqNowFreshness, runRevocationFreshness } from "./contract-changes.ts";
 import { runStoreContract } from "./contract.ts";
 import { countingStore } from "./counting-store.ts";
-import { T0, apiKeyRecord, clientRecord, clientSecretRecord, newProjectId, providerRecord } from "./fixtures.ts";
+import { T0, apiKeyRecord, clientJwksRecord, clientRecord, clientSecretRecord, newProjectId, providerRecord } from "./fixtures.ts";
 
 const nextTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 const STALENESS = 500;
@@ -241,6 +241,22 @@ describe("caching store", () => {
       (first as { name: string }).name = "changed";
     }).toThrow();
     expect((await cache.getApiKeyByHash("k"))?.name).toBe("key k");
+  });
+
+  test("a cached key set is frozen all the way down: neither its list of keys nor a key can be changed", async () => {
+    const { cache } = await fixture();
+    const provider = providerRecord(A, T0);
+    const client = clientRecord(provider, T0);
+    await cache.createProvider(provider);
+    await cache.createClient(client);
+    await cache.putClientJwks(clientJwksRecord(client, T0));
+    const first = (await cache.getClientJwks(A, client.id)) as ClientJwksRecord;
+    const kept = JSON.stringify(first);
+    expect(() => first.keys.push({ kty: "EC" })).toThrow();
+    expect(() => {
+      (first.keys[0] as Record<string, string>).x = "changed";
+    }).toThrow();
+    expect(JSON.stringify(await cache.getClientJwks(A, client.id))).toBe(kept);
   });
 
   test("a failed counter check trusts nothing and caches nothing until a check succeeds", async () => {
