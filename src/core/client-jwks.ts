@@ -9,6 +9,7 @@
  * key without `kid` gets its RFC 7638 thumbprint (SHA-256) as kid, so every stored key has one,
  * unique in the set.
  */
+import { createPublicKey } from "node:crypto";
 import { base64url, calculateJwkThumbprint, importJWK } from "jose";
 import { AppError } from "../errors.ts";
 import { StoreError, type ClientJwksRecord, type Store } from "../store/store.ts";
@@ -122,7 +123,9 @@ export async function publicClientJwk(input: unknown, index: number): Promise<Re
   }
   if (jwk.kid !== undefined && (typeof jwk.kid !== "string" || !isPlainText(jwk.kid, 1, 200))) throw problem(index, "kid must be a string of 1 to 200 characters without control characters.");
   try {
+    // Both parsers: WebCrypto's (jose), and node:crypto's, which verifies assertions (client-assertion.ts).
     await importJWK({ ...key }, algForKey(kty, key.crv));
+    createPublicKey({ key: { ...key }, format: "jwk" });
   } catch {
     throw problem(index, `is not a valid ${kty}${key.crv === undefined ? "" : ` ${key.crv}`} public key.`);
   }

@@ -1,8 +1,9 @@
 /**
  * core/oauth/client-assertion: the signature of an assertion, verified with node:crypto for every
  * accepted alg (what jose signs verifies; a changed, truncated, re-encoded or other key's signature
- * does not), registered keys parsed once per stored set and never past its replacement, and a
- * header with `crit` refused.
+ * does not), on the event loop for cheap keys and off it for costly ones, registered keys parsed
+ * once per stored set and never past its replacement, one that cannot be parsed verifying
+ * nothing, and a header with `crit` refused.
  */
 import { describe, expect, test } from "bun:test";
 import { constants, createPrivateKey, sign as nodeSign } from "node:crypto";
@@ -141,6 +142,39 @@ describe("the signature of a client assertion", () => {
     current = record([second.jwk]);
     expect(await verifies(first)).toBe("client_assertion signature does not verify with the client's registered key for alg ES256.");
     expect(await verifies(second)).toBe("accepted");
+  });
+
+  test("P-256 verifies within the request's turn of the event loop; P-521 and RSA over 4096 bits off it, as costly", async () => {
+    const [p256, p521, rsa] = await Promise.all([pair("ES256", "k1"), pair("ES512", "k1"), (async () => {
+      const { privateKey, publicKey } = await generateKeyPair("RS256", { modulusLength: 4608, extractable: true });
+      return { privateKey, jwk: { ...(await exportJWK(publicKey)), kid: "k1" } };
+    })()]);
+    const turnsWhile = async (alg: string, key: Pair) => {
+      const jwt = await assertion(alg, key);
+      let turns = 0;
+      let done = false;
+      const spin = () => {
+        turns++;
+        if (!done) setImmediate(spin);
+      };
+      setImmediate(spin);
+      const result = await outcome(verifyClientAssertion(storeOf(() => record([key.jwk])), CLIENT, jwt, check));
+      done = true;
+      return { result, turned: turns > 0 };
+    };
+    expect(await turnsWhile("ES256", p256)).toEqual({ result: "accepted", turned: false });
+    expect(await turnsWhile("ES512", p521)).toEqual({ result: "accepted", turned: true });
+    expect(await turnsWhile("RS256", rsa)).toEqual({ result: "accepted", turned: true });
+  });
+
+  test("a stored key that cannot be parsed verifies nothing, and the client's other keys are still tried", async () => {
+    const good = await pair("ES256", "good");
+    const broken = { ...good.jwk, kid: "broken", x: "AAAA" };
+    const jwt = await assertion("ES256", good, { kid: undefined });
+    expect(await outcome(verifyClientAssertion(storeOf(() => record([broken, good.jwk])), CLIENT, jwt, check))).toBe("accepted");
+    expect(await outcome(verifyClientAssertion(storeOf(() => record([broken])), CLIENT, await assertion("ES256", good, { kid: "broken" }), check))).toBe(
+      "client_assertion signature does not verify with the client's registered key for alg ES256.",
+    );
   });
 
   test("a header listing crit extensions is refused, b64 included", async () => {
