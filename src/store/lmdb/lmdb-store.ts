@@ -77,14 +77,6 @@ export const LMDB_FILE = "tokenmint.mdb";
  */
 export const ROOM_NEEDED = 1 << 20;
 export const ROOM_SPARE = 256 << 10;
-/**
- * A disk with at least ROOM_PLENTY free is asked again only after ROOM_RECHECK_MS, not at every
- * write (the statfs cost private_key_jwt tokens, which write once each, about 7 % of a worker's
- * time). Another program would have to write 10 GB a second to use up that room between two
- * checks; below it, every write asks.
- */
-export const ROOM_PLENTY = 1 << 30;
-export const ROOM_RECHECK_MS = 100;
 
 /**
  * Options every process opens the data with. lmdb's overlapping sync (its default, a commit
@@ -307,8 +299,6 @@ export class LmdbStore implements Store {
   #lastSeq = 0;
   /** Whether each write checks the room lmdb's commits need on disk (ROOM_NEEDED): not in a read-only store. */
   readonly #checksRoom: boolean;
-  /** Until when (performance.now()) the last check's plenty of room stands (ROOM_PLENTY). */
-  #roomTrustedUntil = 0;
   /**
    * Whether lmdb flushes a commit after releasing the write lock (its overlapping sync, which
    * LMDB_OPTIONS turns off; lmdb tells on the database object): then a write waits for `flushed`.
@@ -405,16 +395,13 @@ export class LmdbStore implements Store {
 
   /**
    * Throws `unavailable` when the disk has less than ROOM_NEEDED bytes free beyond its last
-   * ROOM_SPARE, asking it at most every ROOM_RECHECK_MS while it had ROOM_PLENTY. Runs inside
-   * the write transaction, before its body writes anything.
+   * ROOM_SPARE. Runs inside the write transaction, before its body writes anything. Asked at every
+   * write: one call (fallocate) can take gigabytes of a disk in milliseconds, so a reading kept
+   * for even 100 ms let a write meet a full disk in a review.
    */
   #makeRoom(): void {
     if (!this.#checksRoom) return;
-    const now = performance.now();
-    if (now < this.#roomTrustedUntil) return;
-    const free = freeBytes(this.#path);
-    if (free < ROOM_NEEDED + ROOM_SPARE) throw this.#noRoom("no space left on device");
-    this.#roomTrustedUntil = free >= ROOM_PLENTY ? now + ROOM_RECHECK_MS : 0;
+    if (freeBytes(this.#path) < ROOM_NEEDED + ROOM_SPARE) throw this.#noRoom("no space left on device");
   }
 
   /** The refusal of a write the disk has no room for, saying `why`. */
