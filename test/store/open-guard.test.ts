@@ -112,6 +112,22 @@ describe("lmdb open guard: opening the data never overlaps a commit of another p
       expect(await opener.exited).toBe(0);
     }));
 
+  test("a restore's hold is refused, not taken unguarded, when a write under way does not end in time", () =>
+    inDir(async (dir) => {
+      const file = join(dir, "tokenmint.mdb");
+      const writer = await child(file, "write", 1500);
+      let ran = false;
+      const hold = openGuard(file, true, 300)!.exclusively(async () => {
+        ran = true;
+      });
+      await expect(hold).rejects.toThrow(`another process has been writing ${file} for over 0.3 s: let it finish (or stop it), then run the command again (nothing was changed)`);
+      expect(ran).toBe(false);
+      await writer.done();
+      expect(await writer.exited).toBe(0);
+      // Once the write is done, the hold is had.
+      expect(await openGuard(file, true, 300)!.exclusively(async () => "held")).toBe("held");
+    }));
+
   test("an open waits a bounded time for a write that never ends; a write waits as long as an opener holds the locks", () =>
     inDir(async (dir) => {
       const file = join(dir, "tokenmint.mdb");

@@ -343,7 +343,8 @@ export class LmdbStore implements Store {
       try {
         // A restore replaces the data file while it holds the guard: a write that waited for it
         // would go into the file replaced, and be lost with it. Checked once per hold of the
-        // guard's shared lock, which no restore can have interrupted.
+        // guard's shared lock: a restore replaces the data file only while it holds the
+        // exclusive one, and is refused when it cannot have it (OpenGuard.exclusively).
         const hold = guard.hold;
         if (hold === undefined || hold !== this.#checkedHold) {
           if (statSync(this.#path, { throwIfNoEntry: false })?.ino !== this.#inode) {

@@ -20,11 +20,13 @@
  * `restore` holds both the same way from reading the data it replaces to the rename
  * (`exclusively`); a store then finds its data file replaced before it writes (lmdb-store.ts). The locks go with the process that held them, however it ends. Where
  * flock cannot be had (no `bun:ffi`, no libc, files that cannot be created), the data is opened
- * and written unguarded, as before. An open waits at most OPEN_WAIT_MS for the writes under way;
- * a write waits as long as an opener holds the locks.
+ * and written unguarded, as before. An open waits at most OPEN_WAIT_MS for the writes under way
+ * and then goes ahead; a restore is refused instead (`exclusively`); a write waits as long as an
+ * opener holds the locks.
  */
 import { closeSync, openSync } from "node:fs";
 import { sleepSync } from "../../runtime/sleep-sync.ts";
+import { StoreError } from "../store.ts";
 
 const LOCK_SH = 1;
 const LOCK_EX = 2;
@@ -131,10 +133,20 @@ export class OpenGuard {
 
   /**
    * Runs `hold` while no other process opens the data or finishes a commit (a restore, from
-   * reading the data it replaces to the rename). Waits as `opening` does.
+   * reading the data it replaces to the rename). Waits at most OPEN_WAIT_MS for the writes under
+   * way, then throws `unavailable` without running it: a data file replaced beside a write under
+   * way would lose that write, and the writes its process makes while it keeps the shared lock
+   * (a store checks for a replaced data file once per hold, lmdb-store.ts).
    */
   async exclusively<T>(hold: () => Promise<T>): Promise<T> {
     const release = this.#take();
+    if (!release.held) {
+      release();
+      throw new StoreError(
+        "unavailable",
+        `another process has been writing ${this.#dataFile} for over ${this.#openWaitMs / 1000} s: let it finish (or stop it), then run the command again (nothing was changed)`,
+      );
+    }
     this.#exclusive++;
     try {
       return await hold();
@@ -145,8 +157,11 @@ export class OpenGuard {
     }
   }
 
-  /** Takes the intent lock, then the exclusive one (each for at most OPEN_WAIT_MS); returns their release. */
-  #take(): () => void {
+  /**
+   * Takes the intent lock, then the exclusive one (each for at most OPEN_WAIT_MS); returns their
+   * release, which tells whether both were had.
+   */
+  #take(): (() => void) & { held: boolean } {
     const deadline = Date.now() + this.#openWaitMs;
     const take = (fd: number) => {
       while (this.#flock(fd, LOCK_EX | LOCK_NB) !== 0) {
@@ -157,10 +172,11 @@ export class OpenGuard {
     };
     const intent = take(this.#intentFd);
     const exclusive = intent && take(this.#fd);
-    return () => {
+    const release = () => {
       if (exclusive) this.#flock(this.#fd, LOCK_UN);
       if (intent) this.#flock(this.#intentFd, LOCK_UN);
     };
+    return Object.assign(release, { held: exclusive });
   }
 
   /**
