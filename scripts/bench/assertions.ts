@@ -7,6 +7,7 @@ import { generateKeyPairSync, randomUUID, sign, type KeyObject } from "node:cryp
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 
+/** `client_assertion_type` of a JWT assertion (RFC 7523 §2.2), as a client writes it. */
 export const ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
 export interface ClientKeyPair {
@@ -15,6 +16,7 @@ export interface ClientKeyPair {
   publicJwk: Record<string, unknown>;
 }
 
+/** A fresh P-256 key pair for the bench's client. */
 export function clientKeyPair(): ClientKeyPair {
   const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
   return { privateKey, publicJwk: publicKey.export({ format: "jwk" }) as Record<string, unknown> };

@@ -103,7 +103,8 @@ export function resolveMasterKey(config: Config, dataHasKeys: boolean, holder = 
  * sealed with it (a crash or a power loss never leaves an empty or missing key beside keys it sealed).
  */
 function writeKeyFile(path: string, text: string): boolean {
-  // A generation killed before its rename left a key never used (nothing was sealed with it).
+  // What a generation killed before removing its temporary name left: a key never used, or a
+  // second name of the key in place (killed between the link and the removal).
   removeLeftovers(dirname(path), `.${basename(path)}.`, [".partial"]);
   const partial = join(dirname(path), `.${basename(path)}.${process.pid}.partial`);
   rmSync(partial, { force: true });

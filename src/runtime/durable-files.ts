@@ -48,7 +48,9 @@ const MAX_PID = 2 ** 31 - 1;
 /**
  * Whether no process `pid` exists (signal 0 finds none: ESRCH). One of another user (EPERM) is
  * alive, and so is whatever process has that pid now, even one that reused it: its file is kept,
- * which only leaves a leftover a while longer.
+ * which only leaves a leftover a while longer. Only this pid namespace is seen: on a directory
+ * shared with another container or machine, a file of a process running there counts as left
+ * (that process then fails its command; nothing of the data is lost).
  */
 export function processGone(pid: number): boolean {
   try {

@@ -182,6 +182,7 @@ const ON_LOOP_RSA_BITS = 4096;
  */
 const parsedKeys = new WeakMap<Record<string, string>, ParsedKey>();
 
+/** The parsed form of a registered key, made at its first use and kept as long as the key object lives. */
 function parsedKeyOf(jwk: Record<string, string>): ParsedKey {
   let parsed = parsedKeys.get(jwk);
   if (parsed === undefined) {
@@ -226,6 +227,8 @@ const UNSECURED_HEADER = base64url.encode(JSON.stringify({ alg: "none" }));
  * same code as a verified one, since the signature is checked here already.
  */
 async function verifiedClaims(assertion: string, alg: AssertionAlg, keys: Record<string, string>[], client: ClientRecord, check: AssertionCheck): Promise<JWTPayload> {
+  // Three segments, as assertionClientId already made sure of; checked here too, as jwtVerify did.
+  if (assertion.split(".").length !== 3) throw invalidClient(NOT_A_JWT);
   const signed = assertion.lastIndexOf(".");
   const payload = assertion.slice(assertion.indexOf(".") + 1, signed);
   let signature: Uint8Array;
@@ -281,7 +284,7 @@ export async function verifyClientAssertion(store: Store, client: ClientRecord, 
     throw invalidClient(`client_assertion alg ${shown(header.alg)} is not accepted; sign with one of ${ASSERTION_ALGS.join(", ")}.`);
   }
   // No JWS extension is understood here (RFC 7515 §4.1.11); a JWT never has an unencoded payload.
-  if (header.crit !== undefined) throw invalidClient("client_assertion header lists crit extensions; none is accepted in an assertion.");
+  if (header.crit !== undefined) throw invalidClient("client_assertion header lists crit extensions; none is accepted in an assertion: sign it without a crit header parameter.");
   const jwks = await store.getClientJwks(client.projectId, client.id);
   if (jwks === undefined) throw invalidClient(NO_CLIENT_KEYS);
   const claims = await verifiedClaims(assertion, header.alg, candidateKeys(jwks.keys, header.alg, header.kid), client, check);

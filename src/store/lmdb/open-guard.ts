@@ -18,11 +18,11 @@
  * `<data file>-open-intent` exclusively: while it is held, writes wait to start (from the next
  * turn of the writer's event loop on), so writes under load cannot keep the shared lock forever.
  * `restore` holds both the same way from reading the data it replaces to the rename
- * (`exclusively`); a store then finds its data file replaced before it writes (lmdb-store.ts). The locks go with the process that held them, however it ends. Where
- * flock cannot be had (no `bun:ffi`, no libc, files that cannot be created), the data is opened
- * and written unguarded, as before. An open waits at most OPEN_WAIT_MS for the writes under way
- * and then goes ahead; a restore is refused instead (`exclusively`); a write waits as long as an
- * opener holds the locks.
+ * (`exclusively`); a store then finds its data file replaced before it writes (lmdb-store.ts).
+ * The locks go with the process that held them, however it ends. Where flock cannot be had (no
+ * `bun:ffi`, no libc, files that cannot be created), the data is opened and written unguarded, as
+ * before. An open waits at most OPEN_WAIT_MS for the writes under way and then goes ahead; a
+ * restore is refused instead (`exclusively`); a write waits as long as an opener holds the locks.
  */
 import { closeSync, openSync } from "node:fs";
 import { sleepSync } from "../../runtime/sleep-sync.ts";

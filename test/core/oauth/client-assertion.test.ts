@@ -44,11 +44,13 @@ interface Pair {
   jwk: JWK;
 }
 
+/** A fresh key pair of `alg`, its public JWK named `kid`. */
 async function pair(alg: AssertionAlg, kid: string): Promise<Pair> {
   const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
   return { privateKey, jwk: { ...(await exportJWK(publicKey)), kid } };
 }
 
+/** An assertion as a client sends it, signed with `key` (its kid in the header unless `header` says otherwise). */
 const assertion = (alg: string, key: Pair, header: Record<string, unknown> = {}) =>
   new SignJWT({ jti: crypto.randomUUID() })
     .setProtectedHeader({ alg, kid: key.jwk.kid, ...header })
@@ -181,6 +183,6 @@ describe("the signature of a client assertion", () => {
     const key = await pair("ES256", "k1");
     const store = storeOf(() => record([key.jwk]));
     const jwt = await assertion("ES256", key, { crit: ["b64"], b64: true });
-    expect(await outcome(verifyClientAssertion(store, CLIENT, jwt, check))).toBe("client_assertion header lists crit extensions; none is accepted in an assertion.");
+    expect(await outcome(verifyClientAssertion(store, CLIENT, jwt, check))).toBe("client_assertion header lists crit extensions; none is accepted in an assertion: sign it without a crit header parameter.");
   });
 });
