@@ -120,7 +120,7 @@ describe("lmdb open guard: opening the data never overlaps a commit of another p
       const hold = openGuard(file, true, 300)!.exclusively(async () => {
         ran = true;
       });
-      await expect(hold).rejects.toThrow(`another process has been writing ${file} for over 0.3 s: let it finish (or stop it), then run the command again (nothing was changed)`);
+      await expect(hold).rejects.toThrow(`another process has been writing or opening ${file} for over 0.3 s: let it finish (or stop it), then run the command again (nothing was changed)`);
       expect(ran).toBe(false);
       await writer.done();
       expect(await writer.exited).toBe(0);

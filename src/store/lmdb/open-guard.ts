@@ -144,7 +144,7 @@ export class OpenGuard {
       release();
       throw new StoreError(
         "unavailable",
-        `another process has been writing ${this.#dataFile} for over ${this.#openWaitMs / 1000} s: let it finish (or stop it), then run the command again (nothing was changed)`,
+        `another process has been writing or opening ${this.#dataFile} for over ${this.#openWaitMs / 1000} s: let it finish (or stop it), then run the command again (nothing was changed)`,
       );
     }
     this.#exclusive++;
