@@ -53,7 +53,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createRemoteJWKSet, importJWK, jwtVerify, type JWK } from "jose";
-import { ASSERTION_TYPE, clientKeyPair, writeAssertionFiles } from "./bench/assertions.ts";
+import { assertionBody, clientKeyPair, writeAssertionFiles } from "./bench/assertions.ts";
 import { machineLine, thisMachine } from "./bench/machine.ts";
 import { installPeer, PEER_CLIENT, startPeer, type PeerInstall } from "./bench/peer.ts";
 import { haveWrk, runWrk, type LoadResult, type LoadSpec } from "./bench/wrk.ts";
@@ -401,9 +401,7 @@ async function startServer(alg: Alg, dir: string, apiKey: string): Promise<Bench
       const registered = await fetch(`${base}${clientPath}`, { method: "PUT", headers, body: JSON.stringify({ keys: [key.publicJwk] }) });
       if (registered.status !== 200) throw new Error(`PUT .../jwks answered ${registered.status}: ${await registered.text()}`);
       const endpoint = `${base}/oauth/token`;
-      const [file] = writeAssertionFiles(assertionsDir, key.privateKey, client.id as string, endpoint, 1, 1);
-      const body = readFileSync(file as string, "utf8").trim();
-      if (!body.includes(encodeURIComponent(ASSERTION_TYPE))) throw new Error("the assertion body lacks its type");
+      const body = assertionBody(key.privateKey, client.id as string, endpoint, crypto.randomUUID());
       const answer = (await (await fetch(endpoint, { method: "POST", headers: { "content-type": FORM }, body })).json()) as { access_token: string };
       await jwtVerify(answer.access_token, jwks, expected);
       privateKeyJwt = (runSeconds, previousRate) => {

@@ -6,9 +6,7 @@
 import { generateKeyPairSync, randomUUID, sign, type KeyObject } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-
-/** `client_assertion_type` of a JWT assertion (RFC 7523 §2.2), as a client writes it. */
-export const ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+import { CLIENT_ASSERTION_TYPE } from "../../src/core/oauth/client-assertion.ts";
 
 export interface ClientKeyPair {
   privateKey: KeyObject;
@@ -30,7 +28,7 @@ export function assertionBody(key: KeyObject, clientId: string, audience: string
   const now = Math.floor(Date.now() / 1000);
   const payload = b64(JSON.stringify({ iss: clientId, sub: clientId, aud: audience, iat: now, exp: now + 600, jti }));
   const signature = sign("sha256", Buffer.from(`${HEADER}.${payload}`), { key, dsaEncoding: "ieee-p1363" }).toString("base64url");
-  return `grant_type=client_credentials&client_assertion_type=${encodeURIComponent(ASSERTION_TYPE)}&client_assertion=${HEADER}.${payload}.${signature}`;
+  return `grant_type=client_credentials&client_assertion_type=${encodeURIComponent(CLIENT_ASSERTION_TYPE)}&client_assertion=${HEADER}.${payload}.${signature}`;
 }
 
 /** Writes `files` files of `perFile` assertion bodies each into `dir`; returns their paths. */
