@@ -180,8 +180,8 @@ function needSpareFor(path: string): void {
 /**
  * Why this user could not open the data of `dataDir` for writing, or undefined: its data file,
  * LMDB's lock file (the reader table, which readers write too) or a file of the open guard exists
- * but cannot be both read and written here, as when a command run once as root left a lock file of its own. lmdb, given
- * such a lock file, crashes the process rather than failing.
+ * but cannot be both read and written here, as when a command run once as root left a lock file
+ * of its own. lmdb, given such a lock file, crashes the process rather than failing.
  */
 export function dataFilesProblem(dataDir: string): string | undefined {
   // The open guard's files too: without them a server would write unguarded (open-guard.ts).
@@ -398,7 +398,7 @@ export class LmdbStore implements Store {
    * Throws `unavailable` when the disk has less than ROOM_NEEDED bytes free beyond its last
    * ROOM_SPARE. Runs inside the write transaction, before its body writes anything. Asked at every
    * write: one call (fallocate) can take gigabytes of a disk in milliseconds, so a reading kept
-   * for even 100 ms let a write meet a full disk in a review.
+   * for even 100 ms could let a write meet a full disk.
    */
   #makeRoom(): void {
     if (!this.#checksRoom) return;

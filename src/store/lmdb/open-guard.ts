@@ -123,11 +123,11 @@ export class OpenGuard {
    */
   opening<T>(open: () => T): T {
     if (this.#users > 0 || this.#writing > 0 || this.#exclusive > 0) return open();
-    const release = this.#take();
+    const taken = this.#take();
     try {
       return open();
     } finally {
-      release();
+      taken.release();
     }
   }
 
@@ -139,9 +139,9 @@ export class OpenGuard {
    * (a store checks for a replaced data file once per hold, lmdb-store.ts).
    */
   async exclusively<T>(hold: () => Promise<T>): Promise<T> {
-    const release = this.#take();
-    if (!release.held) {
-      release();
+    const taken = this.#take();
+    if (!taken.held) {
+      taken.release();
       throw new StoreError(
         "unavailable",
         `another process has been writing or opening ${this.#dataFile} for over ${this.#openWaitMs / 1000} s: let it finish (or stop it), then run the command again (nothing was changed)`,
@@ -152,16 +152,16 @@ export class OpenGuard {
       return await hold();
     } finally {
       this.#exclusive--;
-      release();
+      taken.release();
       this.#disposeIfUnused();
     }
   }
 
   /**
-   * Takes the intent lock, then the exclusive one (each for at most OPEN_WAIT_MS); returns their
-   * release, which tells whether both were had.
+   * Takes the intent lock, then the exclusive one (each for at most OPEN_WAIT_MS): whether both
+   * were had, and the release of those that were.
    */
-  #take(): (() => void) & { held: boolean } {
+  #take(): { held: boolean; release: () => void } {
     const deadline = Date.now() + this.#openWaitMs;
     const take = (fd: number) => {
       while (this.#flock(fd, LOCK_EX | LOCK_NB) !== 0) {
@@ -176,7 +176,7 @@ export class OpenGuard {
       if (exclusive) this.#flock(this.#fd, LOCK_UN);
       if (intent) this.#flock(this.#intentFd, LOCK_UN);
     };
-    return Object.assign(release, { held: exclusive });
+    return { held: exclusive, release };
   }
 
   /**
@@ -215,6 +215,7 @@ export class OpenGuard {
     return this.#exclusive > 0 || this.#disposed ? undefined : this.#holds;
   }
 
+  /** Counts a write in and takes the shared lock for it, unless an opener waits or holds it: then false. */
   #tryStart(): boolean {
     // This process holds the data exclusively (its own writes go on: the lock is for others), or
     // its stores are closed (the write fails in lmdb).
