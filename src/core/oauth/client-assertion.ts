@@ -20,7 +20,7 @@
  * Every failure is `invalid_client`, with a description naming the failed check and never a key.
  */
 import { constants, createPublicKey, verify, type KeyObject } from "node:crypto";
-import { base64url, decodeJwt, decodeProtectedHeader, errors, UnsecuredJWT, type JWTPayload } from "jose";
+import { base64url, decodeJwt, decodeProtectedHeader, errors, UnsecuredJWT, type JWTPayload, type ProtectedHeaderParameters } from "jose";
 import type { ClientRecord, Store } from "../../store/store.ts";
 import { invalidClient, OAuthError } from "./errors.ts";
 
@@ -70,14 +70,26 @@ export const NO_CLIENT_KEYS = "Client authentication failed: unknown client, or 
 
 const NOT_A_JWT = "client_assertion is not a JWT: send a compact JWS (header.payload.signature) signed with one of the client's registered keys.";
 
+/** The protected header of a compact JWS of exactly three segments, or invalid_client: not a JWT. */
+function compactHeader(assertion: string): ProtectedHeaderParameters {
+  const first = assertion.indexOf(".");
+  const last = assertion.lastIndexOf(".");
+  if (first === last || assertion.indexOf(".", first + 1) !== last) throw invalidClient(NOT_A_JWT);
+  try {
+    return decodeProtectedHeader(assertion);
+  } catch {
+    throw invalidClient(NOT_A_JWT);
+  }
+}
+
 /**
  * The client id an assertion claims, read before it is verified: its `sub`, which must equal its
  * `iss`. Only says which client's keys to verify it with; invalid_client when it is not a JWT.
  */
 export function assertionClientId(assertion: string): string {
+  compactHeader(assertion);
   let claims: JWTPayload;
   try {
-    decodeProtectedHeader(assertion);
     claims = decodeJwt(assertion);
   } catch {
     throw invalidClient(NOT_A_JWT);
@@ -227,8 +239,7 @@ const UNSECURED_HEADER = base64url.encode(JSON.stringify({ alg: "none" }));
  * same code as a verified one, since the signature is checked here already.
  */
 async function verifiedClaims(assertion: string, alg: AssertionAlg, keys: Record<string, string>[], client: ClientRecord, check: AssertionCheck): Promise<JWTPayload> {
-  // Three segments, as assertionClientId already made sure of; checked here too, as jwtVerify did.
-  if (assertion.split(".").length !== 3) throw invalidClient(NOT_A_JWT);
+  // Three segments (compactHeader).
   const signed = assertion.lastIndexOf(".");
   const payload = assertion.slice(assertion.indexOf(".") + 1, signed);
   let signature: Uint8Array;
@@ -279,7 +290,7 @@ function checkLifetimeAndJti(claims: JWTPayload, nowS: number): { exp: number; j
  * resolves when the client is authenticated, throws invalid_client otherwise.
  */
 export async function verifyClientAssertion(store: Store, client: ClientRecord, assertion: string, check: AssertionCheck): Promise<void> {
-  const header = decodeProtectedHeader(assertion);
+  const header = compactHeader(assertion);
   if (!isAssertionAlg(header.alg)) {
     throw invalidClient(`client_assertion alg ${shown(header.alg)} is not accepted; sign with one of ${ASSERTION_ALGS.join(", ")}.`);
   }

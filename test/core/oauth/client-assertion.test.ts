@@ -134,6 +134,14 @@ describe("the signature of a client assertion", () => {
     expect(await verifies(`${good}=`)).toStartWith("client_assertion is not a JWT");
   });
 
+  test("an assertion of two or four segments is not a JWT, even handed over directly", async () => {
+    const key = await pair("ES256", "k1");
+    const good = await assertion("ES256", key);
+    const verifies = (jwt: string) => outcome(verifyClientAssertion(storeOf(() => record([key.jwk])), CLIENT, jwt, check));
+    expect(await verifies(good.slice(0, good.lastIndexOf(".")))).toStartWith("client_assertion is not a JWT");
+    expect(await verifies(`${good}.${good.slice(good.lastIndexOf(".") + 1)}`)).toStartWith("client_assertion is not a JWT");
+  });
+
   test("a replaced key set verifies with its new keys only, though the old ones were parsed before", async () => {
     const [first, second] = await Promise.all([pair("ES256", "k1"), pair("ES256", "k1")]);
     let current = record([first.jwk]);
