@@ -6,10 +6,10 @@
  * holds no sealed keys yet; an existing key is never replaced.
  */
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { join } from "node:path";
 import { base64url } from "jose";
 import type { Config } from "../config/schema.ts";
-import { placeFile, removeLeftovers } from "../runtime/durable-files.ts";
+import { partialPathFor, placeFile } from "../runtime/durable-files.ts";
 
 /** A problem with the master key that must stop start-up. */
 export class MasterKeyError extends Error {
@@ -103,11 +103,9 @@ export function resolveMasterKey(config: Config, dataHasKeys: boolean, holder = 
  * sealed with it (a crash or a power loss never leaves an empty or missing key beside keys it sealed).
  */
 function writeKeyFile(path: string, text: string): boolean {
-  // What a generation killed before removing its temporary name left: a key never used, or a
-  // second name of the key in place (killed between the link and the removal).
-  removeLeftovers(dirname(path), `.${basename(path)}.`, [".partial"]);
-  const partial = join(dirname(path), `.${basename(path)}.${process.pid}.partial`);
-  rmSync(partial, { force: true });
+  // What a generation killed before removing its temporary name left goes: a key never used, or
+  // a second name of the key in place (killed between the link and the removal).
+  const partial = partialPathFor(path);
   try {
     const fd = openSync(partial, "wx", 0o600);
     try {

@@ -5,8 +5,8 @@
  * generated master key). Also removing the files a killed process left under its temporary
  * names (a backup's partial copy, a restore's staged data), which nothing else ever would.
  */
-import { closeSync, existsSync, fsyncSync, linkSync, openSync, readdirSync, renameSync, unlinkSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, readdirSync, renameSync, rmSync, unlinkSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 
 /** Flushes a file or directory to disk; a platform that cannot sync a directory is skipped. */
 export function fsyncPath(path: string): void {
@@ -23,6 +23,22 @@ export function fsyncPath(path: string): void {
 
 /** Filesystems without hard links: a file is renamed into place instead, after a check. */
 const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
+
+/**
+ * The temporary name this process writes `target` under before placeFile puts it in place,
+ * `.<name>.<pid>.partial` beside it, cleared of this process's own; the partial copies killed
+ * processes left of the same `target` are removed first (removeLeftovers), those of live ones kept.
+ */
+export function partialPathFor(target: string): string {
+  const prefix = `.${basename(target)}.`;
+  removeLeftovers(dirname(target), prefix, [PARTIAL_SUFFIX]);
+  const partial = join(dirname(target), `${prefix}${process.pid}${PARTIAL_SUFFIX}`);
+  rmSync(partial, { force: true });
+  return partial;
+}
+
+/** The end of a partial file's name (partialPathFor). */
+const PARTIAL_SUFFIX = ".partial";
 
 /**
  * Puts the flushed file `partial` in place at `target` unless something is there already (then

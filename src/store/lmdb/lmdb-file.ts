@@ -6,8 +6,8 @@
  * partial copies killed backups left).
  */
 import { chmodSync, closeSync, existsSync, fstatSync, openSync, readSync, rmSync } from "node:fs";
-import { basename, dirname, join, resolve } from "node:path";
-import { fsyncPath, placeFile, removeLeftovers } from "../../runtime/durable-files.ts";
+import { resolve } from "node:path";
+import { fsyncPath, partialPathFor, placeFile } from "../../runtime/durable-files.ts";
 import { sleepSync } from "../../runtime/sleep-sync.ts";
 import { StoreError } from "../store.ts";
 
@@ -97,9 +97,6 @@ export function damageFailure(error: unknown, path: string): unknown {
   return new StoreError("unavailable", `${path} is damaged (${error.message}): stop the server and restore a backup (tokenmint restore FILE)`);
 }
 
-/** How a backup's partial copy of FILE is named, beside it: `.FILE.<pid>.partial`. */
-const PARTIAL_SUFFIX = ".partial";
-
 /** The part of an lmdb environment a backup needs. */
 interface BackupSource {
   backup(path: string, compact: boolean): Promise<void>;
@@ -115,12 +112,9 @@ interface BackupSource {
  */
 export async function backupEnvironment(db: BackupSource, path: string, source: string): Promise<void> {
   const target = resolve(path);
-  const partialPrefix = `.${basename(target)}.`;
   // Those of backups still running (their process is alive) stay.
-  removeLeftovers(dirname(target), partialPrefix, [PARTIAL_SUFFIX]);
+  const partial = partialPathFor(target);
   if (existsSync(target)) throw new StoreError("already_exists", `${path} already exists`);
-  const partial = join(dirname(target), `${partialPrefix}${process.pid}${PARTIAL_SUFFIX}`);
-  rmSync(partial, { force: true });
   // lmdb creates the copy with the process's umask: the partial copy, readable by others until
   // chmod, and left so by a backup killed meanwhile, is the owner's alone from its first byte.
   const umask = process.umask(0o077);
