@@ -366,7 +366,7 @@ export class KeyService {
     let pending: Promise<SigningKeyRecord> | undefined;
     // What the attempt that finally swapped did; logged only after the swap succeeded, so a
     // process that lost the race does not report a rotation it did not make.
-    let outcome = { removed: 0, dropped: 0 } as { rotated: true; dropped: number } | "replaced" | { removed: number; dropped: number } | { aheadMs: number };
+    let outcome = { removed: 0, dropped: 0 } as { rotated: true; dropped: number } | { replaced: true } | { removed: number; dropped: number } | { aheadMs: number };
     const written = await this.#swap(projectId, async (stored) => {
       const now = this.#o.now();
       const policy = this.#policy(projectId);
@@ -401,7 +401,7 @@ export class KeyService {
         const key = await pending;
         if (key.alg !== policy.signingAlg) return recorded; // the policy changed meanwhile; the next tick retries
         const at = this.#o.now();
-        outcome = aheadMs > 0 ? { aheadMs } : "replaced";
+        outcome = aheadMs > 0 ? { aheadMs } : { replaced: true };
         return aheadMs > 0 ? rebaseKeySet(set, key, at) : replaceNextKey(set, { ...key, createdAt: at });
       }
       const pruned = pruneKeySet(set, now, this.#o.keepRetiredPrivateHalves);
@@ -413,8 +413,8 @@ export class KeyService {
     });
     if (written === undefined) return;
     const { current, next } = keysByState(written);
-    if (outcome !== "replaced" && "rotated" in outcome) this.#o.logger.info("signing key rotated", { kid: current.kid, reason: "scheduled" });
-    else if (outcome === "replaced") this.#o.logger.info("next signing key replaced for a new algorithm", { kid: next.kid, alg: next.alg });
+    if ("rotated" in outcome) this.#o.logger.info("signing key rotated", { kid: current.kid, reason: "scheduled" });
+    else if ("replaced" in outcome) this.#o.logger.info("next signing key replaced for a new algorithm", { kid: next.kid, alg: next.alg });
     else if ("aheadMs" in outcome) {
       this.#o.logger.warn("the clock is behind the signing keys (it went back); a new next key is published and rotations count from now", {
         aheadSeconds: Math.round(outcome.aheadMs / 1000),
@@ -425,7 +425,7 @@ export class KeyService {
     }
     // Kept by a version before retirement dropped them (keys/lifecycle.ts pruneKeySet), whether
     // the pass that drops them rotates or not.
-    if (outcome !== "replaced" && "dropped" in outcome && outcome.dropped > 0) {
+    if ("dropped" in outcome && outcome.dropped > 0) {
       this.#o.logger.info("private halves of retired signing keys dropped", { count: outcome.dropped });
     }
   }
