@@ -38,6 +38,14 @@ function canMount(): boolean {
 
 const mountable = canMount();
 
+/** A tmpfs of `size` mounted on a new temporary directory; the test unmounts it. */
+function mountedDisk(size: string): string {
+  const disk = join(tempDataDir(), "disk");
+  mkdirSync(disk);
+  expect(mount(disk, size)).toBe(true);
+  return disk;
+}
+
 /** Fills the disk of `path` with a file of its own. */
 function fillDisk(path: string): void {
   const fd = openSync(path, "w");
@@ -54,9 +62,7 @@ describe.each([1, 2])("a full disk, %i worker(s)", (workers) => {
   test.skipIf(!mountable)(
     "a refused write is a 503 that loses nothing; the log says why; reads and tokens go on; SIGTERM ends the process cleanly; the CLI and a fresh start say why",
     async () => {
-      const disk = join(tempDataDir(), "disk");
-      mkdirSync(disk);
-      expect(mount(disk, "2m")).toBe(true);
+      const disk = mountedDisk("2m");
       try {
         const dataDir = join(disk, "data");
         const masterKey = newMasterKey();
@@ -159,9 +165,7 @@ describe("the room check of a write", () => {
   test.skipIf(!mountable)(
     "every write asks the disk: one right after a write that found room is refused once another program took the room, though a small commit would still fit",
     async () => {
-      const disk = join(tempDataDir(), "disk");
-      mkdirSync(disk);
-      expect(mount(disk, "64m")).toBe(true);
+      const disk = mountedDisk("64m");
       const store = openLmdbStore(join(disk, "data"));
       const noRoom = `cannot write ${join(disk, "data", LMDB_FILE)}: no space left on device`;
       try {
