@@ -12,6 +12,7 @@
  */
 import { AppError } from "../errors.ts";
 import type { ProjectRecord, Store } from "../store/store.ts";
+import { boundedMemo } from "../runtime/memo.ts";
 import { resolveProject, type InstanceSettings, type ResolvedProject } from "./projects.ts";
 
 /** The project a host serves, and that host's URL (the issuer its discovery document names). */
@@ -22,6 +23,15 @@ export interface HostMatch {
 
 /** Lowercased host without a trailing dot; the port is kept. */
 const normalizeHost = (host: string) => host.trim().toLowerCase().replace(/\.(?=:\d+$|$)/, "");
+
+/**
+ * A Host header's spellings looked up in the index: normalized, and that without its port;
+ * remembered per header (every discovery request asks).
+ */
+const hostKeysOf = boundedMemo((host: string) => {
+  const normalized = normalizeHost(host);
+  return { normalized, bare: normalized.replace(/:\d+$/, "") };
+});
 
 export class ProjectDirectory {
   readonly #store: Store;
@@ -136,8 +146,8 @@ export class ProjectDirectory {
    */
   resolveHost(host: string | null): HostMatch {
     if (host !== null) {
-      const normalized = normalizeHost(host);
-      const match = this.#byHost.get(normalized) ?? this.#byHost.get(normalized.replace(/:\d+$/, ""));
+      const { normalized, bare } = hostKeysOf(host);
+      const match = this.#byHost.get(normalized) ?? this.#byHost.get(bare);
       if (match !== undefined && this.#serves(match.project.id)) return match;
     }
     return this.#defaultMatch as HostMatch;

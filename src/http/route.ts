@@ -6,6 +6,7 @@
  */
 import type { TSchema } from "@sinclair/typebox";
 import type { Principal } from "../core/api-keys.ts";
+import { boundedMemo } from "../runtime/memo.ts";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS";
 
@@ -132,8 +133,35 @@ export const requestHost = (request: Request): string => request.headers.get("ho
  * header reads both, joined by a comma), and one whose target carries a fragment, which no
  * client sends and which the router would read as part of the path.
  */
-export const hasUsableUrl = (request: Request): boolean =>
-  URL.canParse(request.url) && !request.url.includes("#") && request.headers.get("host")?.includes(",") !== true;
+export const hasUsableUrl = (request: Request): boolean => {
+  const url = request.url;
+  return parsesAsUrl(url) && !url.includes("#") && request.headers.get("host")?.includes(",") !== true;
+};
+
+/**
+ * `URL.canParse` of a URL's start up to the first `/` of its path (its host), or "whole" where
+ * that start holds a tab or newline: the parser drops those first, so the authority may start
+ * elsewhere.
+ */
+const hostParses = boundedMemo((start: string): boolean | "whole" => (/[\t\n\r]/.test(start) ? "whole" : URL.canParse(start)));
+
+/**
+ * `URL.canParse(url)`, remembered by the URL's scheme and authority. Only those can fail to parse
+ * (WHATWG URL: the path, query and fragment states never fail). The authority starts after the
+ * slashes that follow `://` (http ignores extra ones: `http:///a` is host `a`) and ends at or
+ * before the first `/` after its start, so two URLs alike up to and including that `/` both
+ * parse or both fail. A URL without such a `/`, or with a tab or newline before it (the parser
+ * drops those first), is parsed whole each time.
+ */
+export function parsesAsUrl(url: string): boolean {
+  const scheme = url.indexOf("://");
+  let authority = scheme === -1 ? -1 : scheme + 3;
+  while (authority !== -1 && (url[authority] === "/" || url[authority] === "\\")) authority++;
+  const slash = authority === -1 ? -1 : url.indexOf("/", authority);
+  if (slash === -1) return URL.canParse(url);
+  const verdict = hostParses(url.slice(0, slash + 1));
+  return verdict === "whole" ? URL.canParse(url) : verdict;
+}
 
 /** The refusal of a request without a usable Host header. */
 export const UNUSABLE_HOST_MESSAGE = "The request needs one Host header naming the host it was sent to, and a target without a fragment.";

@@ -115,6 +115,9 @@ class Series<L extends string, V> {
   }
 }
 
+/** A new series' value of a counter or gauge (one function: nothing is allocated per count). */
+const zero = () => ({ value: 0 });
+
 /** A monotonically increasing count. */
 export class Counter<L extends string = never> implements Family {
   readonly type = "counter";
@@ -131,7 +134,7 @@ export class Counter<L extends string = never> implements Family {
   /** Adds `by` (default 1, never negative) to the series of `labels`. */
   inc(labels: Labels<L>, by = 1): void {
     if (!(by >= 0)) throw new Error(`counter ${this.name} cannot decrease`);
-    this.#series.get(labels, () => ({ value: 0 })).value += by;
+    this.#series.get(labels, zero).value += by;
   }
 
   /** The sum over every series. */
@@ -176,7 +179,7 @@ export class Gauge<L extends string = never> implements Family {
   }
 
   set(labels: Labels<L>, value: number): void {
-    this.#series.get(labels, () => ({ value: 0 })).value = value;
+    this.#series.get(labels, zero).value = value;
   }
 
   samples(): string {
@@ -198,6 +201,8 @@ export class Histogram<L extends string = never> implements Family {
   readonly type = "histogram";
   readonly buckets: readonly number[];
   readonly #series: Series<L, HistogramSeries>;
+  /** A new series' value. */
+  readonly #empty: () => HistogramSeries;
 
   constructor(
     readonly name: string,
@@ -211,12 +216,18 @@ export class Histogram<L extends string = never> implements Family {
     }
     this.buckets = [...buckets];
     this.#series = new Series(labelNames);
+    this.#empty = () => ({ counts: this.buckets.map(() => 0), sum: 0, count: 0 });
   }
 
   observe(labels: Labels<L>, value: number): void {
-    const series = this.#series.get(labels, () => ({ counts: this.buckets.map(() => 0), sum: 0, count: 0 }));
-    const index = this.buckets.findIndex((bound) => value <= bound);
-    if (index !== -1) series.counts[index] = (series.counts[index] as number) + 1;
+    const series = this.#series.get(labels, this.#empty);
+    const buckets = this.buckets;
+    for (let i = 0; i < buckets.length; i++) {
+      if (value <= (buckets[i] as number)) {
+        series.counts[i] = (series.counts[i] as number) + 1;
+        break;
+      }
+    }
     series.sum += value;
     series.count += 1;
   }

@@ -17,6 +17,7 @@ import type { KeyRing } from "../../keys/key-ring.ts";
 import type { Static } from "@sinclair/typebox";
 import { DiscoveryDocument, Jwks } from "../../schemas/discovery.ts";
 import { requestHost, type HeaderDocs, type RouteDef } from "../route.ts";
+import { boundedMemo } from "../../runtime/memo.ts";
 import { INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_PATH } from "./oauth.ts";
 
 /** The claims every access token carries. */
@@ -60,7 +61,8 @@ const JWKS_HEADERS: HeaderDocs = {
 };
 
 export function wellKnownRoutes(ctx: AppContext): RouteDef[] {
-  const cacheControl = (projectId: string) => `public, max-age=${ctx.keys.jwksMaxAge(projectId)}`;
+  const cacheControlOf = boundedMemo((maxAge: number) => `public, max-age=${maxAge}`);
+  const cacheControl = (projectId: string) => cacheControlOf(ctx.keys.jwksMaxAge(projectId));
   // ETag is not a CORS-safelisted response header: exposed, so browser code can revalidate too.
   const common = { "access-control-allow-origin": "*", "access-control-expose-headers": "ETag", "x-content-type-options": "nosniff" };
   /** The answer to a CORS preflight: what a browser may send (If-None-Match included). */
