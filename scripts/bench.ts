@@ -27,8 +27,9 @@
  * The baselines: the machine's signing rate with the service's signers on all cores and `openssl
  * speed` (all cores), measured in each round between the service's loads and the others; the
  * HTTP floor (a trivial Elysia server parsing the same JSON, in as many processes as the
- * service's workers, its GET answer as long as the JWKS); the ceiling that floor and signing
- * leave (1 ÷ (1/floor + 1/signing), the tokens/s if a token cost one floor request and one
+ * service's workers, its GET answers as long as the JWKS and the discovery document, each
+ * compared with its own); the ceiling that floor and signing leave (1 ÷ (1/floor +
+ * 1/signing), the tokens/s if a token cost one floor request and one
  * signature and nothing more); the signing floor of each algorithm (the same floor answering
  * with a real token signed inline by the service's signer: the ceiling's work done for real, its
  * rate and its latency at 80 % of its peak, like the service's); and unless --no-peer the peer:
@@ -355,7 +356,8 @@ interface BenchServer {
   oauth: Omit<LoadSpec, "connections" | "threads" | "seconds">;
   /** `POST /oauth/token` by private_key_jwt (PRIVATE_KEY_JWT_ALG's server only): the spec of a run with fresh assertions. */
   privateKeyJwt?: (seconds: number, previousRate: number | undefined) => Omit<LoadSpec, "connections" | "threads" | "seconds">;
-  jwksBytes: number;
+  /** The lengths of the JWKS and the discovery document served: the floor answers GETs of each. */
+  getBytes: { jwks: number; discovery: number };
   stop(): Promise<void>;
 }
 
@@ -411,14 +413,15 @@ async function startServer(alg: Alg, dir: string, apiKey: string): Promise<Bench
         return { url: endpoint, method: "POST", headers: { "content-type": FORM }, bodyFiles };
       };
     }
-    const jwksBytes = (await (await fetch(`${base}/.well-known/jwks`)).arrayBuffer()).byteLength;
+    const bytesOf = async (path: string) => (await (await fetch(`${base}${path}`)).arrayBuffer()).byteLength;
+    const getBytes = { jwks: await bytesOf("/.well-known/jwks"), discovery: await bytesOf("/.well-known/openid-configuration") };
     return {
       pid: server.pid,
       base,
       tokens: { url: `${base}${path}`, method: "POST", body: JSON.stringify({ expiresIn: 600 }), headers },
       oauth: { url: `${base}/oauth/token`, method: "POST", body: GRANT, headers: oauthHeaders },
       privateKeyJwt,
-      jwksBytes,
+      getBytes,
       stop,
     };
   } catch (error) {
@@ -486,13 +489,14 @@ async function startFloorProcess(args: string[], readyPath: string) {
   return { proc, base };
 }
 
-/** The HTTP floor, its GET answer as long as the JWKS. */
-async function startFloor(getBytes: number): Promise<{ loads: Load[]; stop: () => Promise<void> }> {
-  const { proc, base } = await startFloorProcess([String(getBytes)], "/jwks");
+/** The HTTP floor, its GET answers as long as the JWKS and the discovery document. */
+async function startFloor(getBytes: { jwks: number; discovery: number }): Promise<{ loads: Load[]; stop: () => Promise<void> }> {
+  const { proc, base } = await startFloorProcess([`${getBytes.jwks},${getBytes.discovery}`], "/jwks");
   return {
     loads: [
       { name: "floor POST", pid: proc.pid, spec: floorPostSpec(base) },
       { name: "floor GET", pid: proc.pid, spec: { url: `${base}/jwks` } },
+      { name: "floor GET discovery", pid: proc.pid, spec: { url: `${base}/discovery` } },
     ],
     stop: () => stopProcess(proc),
   };
@@ -628,7 +632,7 @@ async function benchScale(): Promise<{ startup: StartupFigures; emptyStartup: St
 const startup: Record<string, StartupFigures> = {};
 // Set by benchRounds, which the compiler does not follow: the cast keeps both forms.
 let peer = { skipped: values["scale-only"] ? "--scale-only" : "--no-peer" } as { version: string; workers: number } | { skipped: string };
-let jwksBytes = 0;
+let getBytes = { jwks: 0, discovery: 0 };
 const runs: Record<string, Measured[]> = {};
 const pacedRuns: Record<string, Paced[]> = {};
 const signingRuns: { runtime: Record<string, number>[]; openssl: Record<string, number>[] } = { runtime: [], openssl: [] };
@@ -648,10 +652,10 @@ async function benchRounds(): Promise<void> {
       const server = await startServer(alg, dir, apiKey);
       stops.push(server.stop);
       serverLoadList.push(...serverLoads(alg, server));
-      if (alg === "RS256") jwksBytes = server.jwksBytes;
+      if (alg === "RS256") getBytes = server.getBytes;
     }
     const baselineLoads: Load[] = [];
-    for (const start of [() => startFloor(jwksBytes), ...ALGS.map((alg) => () => startSigningFloor(alg))]) {
+    for (const start of [() => startFloor(getBytes), ...ALGS.map((alg) => () => startSigningFloor(alg))]) {
       const started = await start();
       stops.push(started.stop);
       baselineLoads.push(...started.loads);
@@ -744,7 +748,7 @@ for (const alg of ALGS) {
 // What a client assertion costs beside a client secret: its signature verified, and its jti written.
 ratios[`private_key_jwt ${PRIVATE_KEY_JWT_ALG} / oauth`] = ratio(figures[`tokens ${PRIVATE_KEY_JWT_ALG} private_key_jwt`]?.perSecond, figures[`tokens ${PRIVATE_KEY_JWT_ALG} oauth`]?.perSecond);
 ratios["jwks / HTTP floor"] = ratio(figures.jwks?.perSecond, figures["floor GET"]?.perSecond);
-ratios["discovery / HTTP floor"] = ratio(figures.discovery?.perSecond, figures["floor GET"]?.perSecond);
+ratios["discovery / HTTP floor"] = ratio(figures.discovery?.perSecond, figures["floor GET discovery"]?.perSecond);
 if (scale !== undefined) {
   ratios[`scale tokens ${scaleAlg} / empty`] = ratio(figures[`scale tokens ${scaleAlg}`]?.perSecond, figures[`empty tokens ${scaleAlg}`]?.perSecond);
   ratios[`scale oauth ${scaleAlg} / empty`] = ratio(figures[`scale tokens ${scaleAlg} oauth`]?.perSecond, figures[`empty tokens ${scaleAlg} oauth`]?.perSecond);
@@ -803,6 +807,6 @@ for (const [name, value] of Object.entries(ratios)) if (value !== undefined) con
 const out = resolve(values.out as string);
 writeFileSync(
   out,
-  `${JSON.stringify({ machine, settings: { threads, connections, seconds, warmup, rounds, pacedShare: PACED_SHARE, floorProcesses: cpus().length, floorGetBytes: jwksBytes }, figures, paced, startup, scale, signers, signing: { runtime, openssl }, ceiling, peer, ratios, rounds: { perSecond: Object.fromEntries(Object.entries(runs).map(([name, m]) => [name, m.map((r) => Math.round(r.perSecond))])), pacedP99Ms: Object.fromEntries(Object.entries(pacedRuns).map(([name, m]) => [name, m.map((r) => r.p99Ms)])), signing: signingRuns } }, null, 2)}\n`,
+  `${JSON.stringify({ machine, settings: { threads, connections, seconds, warmup, rounds, pacedShare: PACED_SHARE, floorProcesses: cpus().length, floorGetBytes: getBytes }, figures, paced, startup, scale, signers, signing: { runtime, openssl }, ceiling, peer, ratios, rounds: { perSecond: Object.fromEntries(Object.entries(runs).map(([name, m]) => [name, m.map((r) => Math.round(r.perSecond))])), pacedP99Ms: Object.fromEntries(Object.entries(pacedRuns).map(([name, m]) => [name, m.map((r) => r.p99Ms)])), signing: signingRuns } }, null, 2)}\n`,
 );
 console.log(`\nwrote ${out}`);

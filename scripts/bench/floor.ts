@@ -4,9 +4,11 @@
  * tokens/s ÷ floor/s shows what issuing costs beyond HTTP itself. It runs as many processes as
  * the service runs workers, all on one port (`reusePort`), so both have the machine alike.
  *
- *   bun scripts/bench/floor.ts PORT [PROCESSES] [GET_BYTES] [ALG]
+ *   bun scripts/bench/floor.ts PORT [PROCESSES] [JWKS_BYTES[,DISCOVERY_BYTES]] [ALG]
  *
- * GET_BYTES sizes the GET answer (the bench passes the length of the JWKS it measured).
+ * The sizes are those of its GET answers, `/jwks` and `/discovery` (the bench passes the lengths
+ * of the JWKS and the discovery document it measured, so each is compared with a bare answer of
+ * its own size).
  *
  * With ALG (RS256, ES256 or EdDSA) it is the signing floor: the POST answer's `accessToken` is a
  * real JWS of the same claims a token carries, signed inline with the signer the service picks
@@ -23,7 +25,8 @@ import { SignerFactory } from "../../src/keys/signers/factory.ts";
 
 const port = Number(process.argv[2]);
 const processes = Number(process.argv[3] ?? "1");
-const getBytes = Number(process.argv[4] ?? "700");
+const getBytesArg = process.argv[4] ?? "700";
+const [jwksBytes, discoveryBytes = jwksBytes] = getBytesArg.split(",").map(Number) as [number, number?];
 const alg = process.argv[5] as SigningAlg | undefined;
 if (alg !== undefined && !SIGNING_ALGS.includes(alg)) throw new Error(`unknown algorithm ${alg}`);
 
@@ -41,7 +44,7 @@ if (alg !== undefined) {
 
 // The other processes, stopped with this one.
 const others = Array.from({ length: Math.max(0, processes - 1) }, () =>
-  Bun.spawn([process.execPath, import.meta.path, String(port), "1", String(getBytes), ...(alg === undefined ? [] : [alg])], {
+  Bun.spawn([process.execPath, import.meta.path, String(port), "1", getBytesArg, ...(alg === undefined ? [] : [alg])], {
     stdout: "ignore",
     stderr: "inherit",
     env: { ...process.env, ...(privateJwk === undefined ? {} : { [KEY_ENV]: JSON.stringify(privateJwk) }) },
@@ -73,8 +76,9 @@ if (alg !== undefined && privateJwk !== undefined) {
   };
   publicJwk = publicJwkOf(privateJwk, "floor", alg);
 }
-// The key set's size less its fixed members.
-const modulus = "x".repeat(Math.max(0, getBytes - 82));
+// The key set's size less its fixed members; the discovery document's less its issuer member.
+const modulus = "x".repeat(Math.max(0, jwksBytes - 82));
+const metadata = "x".repeat(Math.max(0, discoveryBytes - 48));
 const app = new Elysia()
   .post("/tokens", ({ body, set }) => {
     set.status = 201;
@@ -85,5 +89,9 @@ const app = new Elysia()
   .get("/jwks", ({ set }) => {
     set.headers["cache-control"] = "public, max-age=300";
     return { keys: [{ kty: "RSA", n: modulus, e: "AQAB", kid: "floor", alg: "RS256", use: "sig" }] };
+  })
+  .get("/discovery", ({ set }) => {
+    set.headers["cache-control"] = "public, max-age=300";
+    return { issuer: "http://127.0.0.1:8080", metadata };
   });
 Bun.serve({ hostname: "127.0.0.1", port, reusePort: true, fetch: (request) => app.handle(request) });
