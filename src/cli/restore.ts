@@ -66,6 +66,8 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
   const staged = join(dataDir, `${stagedPrefix}${process.pid}`);
   const target = join(dataDir, LMDB_FILE);
   let kept: Kept;
+  /** The data format of the backup, and so of the restored data unless a key set kept raises it. */
+  let format: number;
   try {
     removeStaged(dataDir, stagedPrefix, staged);
     copyFileSync(file, staged, constants.COPYFILE_EXCL);
@@ -73,7 +75,7 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
     // Check the very bytes that will become the data, not FILE (which could change meanwhile).
     const store = openLmdbFileReadOnly(staged);
     try {
-      await inspectData(store, config, `the backup ${file}`);
+      ({ format } = await inspectData(store, config, `the backup ${file}`));
     } finally {
       await store.close();
     }
@@ -112,9 +114,13 @@ export async function restoreCommand(config: Config, args: ParsedArgs, io: Outpu
   }
   lock.release();
   const bytes = statSync(target).size;
+  if (kept.raisedFormat) format = DATA_FORMAT;
   if (args.switches.has("--json")) {
-    io.out(JSON.stringify({ file, dataFile: target, bytes, kept: { signingKeys: kept.signingKeys, revocations: kept.revocations }, ...(kept.unread === undefined ? {} : { replacedUnread: kept.unread }) }));
-  } else io.out(`Restored ${file} to ${target} (${bytes} bytes); start the server to use it.`);
+    io.out(JSON.stringify({ file, dataFile: target, bytes, format, kept: { signingKeys: kept.signingKeys, revocations: kept.revocations }, ...(kept.unread === undefined ? {} : { replacedUnread: kept.unread }) }));
+  } else io.out(`Restored ${file} to ${target} (${bytes} bytes, data format ${format}); start the server to use it.`);
+  if (kept.raisedFormat) {
+    io.err(`The backup's data was of format 1; a signing key set kept from the data replaced is of format ${DATA_FORMAT}, so the restored data is of format ${DATA_FORMAT}: versions that read only format 1 refuse it.`);
+  }
   if (kept.signingKeys > 0 || kept.revocations > 0) {
     io.err(`Kept from the data replaced: the signing keys of ${kept.signingKeys} project(s) where newer than the backup's, and ${kept.revocations} revocation(s) of signing keys, API keys, tokens and clients' tokens made since the backup.`);
   }
@@ -147,6 +153,8 @@ interface Kept {
   signingKeys: number;
   revocations: number;
   unread?: string;
+  /** Set when a key set kept is of format 2 and the backup's data was of format 1: the data is now of format 2. */
+  raisedFormat?: true;
 }
 
 /** What the data a restore replaces holds that must outlive it: its key sets, and its revocations. */
@@ -257,6 +265,7 @@ async function keepFromReplaced(staged: string, replaced: Replaced | string | un
         // A set of format 2 (a retired key without its private half) makes a backup of format 1 such data.
         if (set.keys.some((k) => k.state === "retired" && k.sealedPrivateJwk === undefined) && (await store.getMeta<number>("format")) !== DATA_FORMAT) {
           await store.setMeta("format", DATA_FORMAT);
+          kept.raisedFormat = true;
         }
         continue;
       }

@@ -135,7 +135,11 @@ test("a backup of format 1 restored with the newer key set of the data replaced 
   const published = await jwksKids(t);
   await t.close();
 
-  expect((await restore(dataDir, masterKey, file, clock)).json).toMatchObject({ kept: { signingKeys: 1, revocations: 0 } });
+  const { json, err } = await restore(dataDir, masterKey, file, clock);
+  // It says so: versions of format 1 refuse the data it leaves.
+  expect(json).toMatchObject({ format: 2, kept: { signingKeys: 1, revocations: 0 } });
+  expect(err.filter((line) => line.startsWith("The backup's data was of format 1;"))).toHaveLength(1);
+  expect(err.join("\n")).toContain("so the restored data is of format 2: versions that read only format 1 refuse it");
   expect(await restoredData(dataDir)).toEqual({ format: 2, retiredPrivate: [undefined] });
   t = await buildTestApp({ clock, dataDir, masterKey });
   try {
@@ -151,7 +155,8 @@ test("a backup of format 1 restored onto data of format 1 stays format 1", async
   await t.ctx.store.backup(file);
   await t.close();
   for (const path of [file, join(dataDir, LMDB_FILE)]) await markFormat1(path);
-  expect((await restore(dataDir, masterKey, file, clock)).json).toMatchObject({ kept: { signingKeys: 0, revocations: 0 } });
+  const { json, err } = await restore(dataDir, masterKey, file, clock);
+  expect({ json, err }).toMatchObject({ json: { format: 1, kept: { signingKeys: 0, revocations: 0 } }, err: [] });
   expect((await restoredData(dataDir)).format).toBe(1);
 });
 

@@ -63,7 +63,7 @@ describe("backup and restore", () => {
     rmSync(join(dataDir, "tokenmint.mdb-lock"), { force: true });
     const restored = await runTokenmint(["restore", file], env);
     expect(restored.code).toBe(0);
-    expect(restored.stdout).toBe(`Restored ${file} to ${join(dataDir, "tokenmint.mdb")} (${statSync(file).size} bytes); start the server to use it.`);
+    expect(restored.stdout).toBe(`Restored ${file} to ${join(dataDir, "tokenmint.mdb")} (${statSync(file).size} bytes, data format 2); start the server to use it.`);
     expect(readdirSync(dataDir).filter((name) => name.startsWith("."))).toEqual([]);
 
     const again = await startServer({ dataDir, masterKey: env.TOKENMINT_MASTER_KEY as string });
