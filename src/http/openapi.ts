@@ -87,6 +87,18 @@ function parameters(route: RouteDef): unknown[] {
 /** The license of tokenmint (package.json), as OpenAPI 3.1 names one: by its SPDX identifier. */
 export const LICENSE = { name: "Apache-2.0", identifier: "Apache-2.0" } as const;
 
+/** The HEAD beside a GET operation: its answers without their bodies (`getJwks`: `headJwks`). */
+function headOperation(get: { operationId: string; summary: string; responses: Record<string, unknown> }): Record<string, unknown> {
+  const name = get.operationId.startsWith("get") ? get.operationId.slice(3) : `${get.operationId[0]?.toUpperCase()}${get.operationId.slice(1)}`;
+  const responses = Object.fromEntries(
+    Object.entries(get.responses).map(([status, answer]) => {
+      const { content: _content, ...bare } = answer as Record<string, unknown>;
+      return [status, bare];
+    }),
+  );
+  return { ...get, operationId: `head${name}`, summary: `${get.summary}: headers only`, responses };
+}
+
 /** Builds the document for `routes`. */
 export function openApiDocument(routes: readonly RouteDef[], version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
@@ -104,7 +116,7 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
     for (const status of [...new Set([...route.errors, ...universal, ...managed])].sort()) responses[status] = errorResponse(status, oauth);
     // Beside a prefix a proxy adds, the path stays at the host's root.
     if (route.atRoot === true) (paths[path] ??= {}).servers = [{ url: "/", description: "The root of the host this document is served at" }];
-    (paths[path] ??= {})[route.method.toLowerCase()] = {
+    const operation = {
       operationId: route.operationId,
       summary: route.summary,
       tags: [route.tag],
@@ -114,6 +126,11 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
       ...(route.body ? { requestBody: { required: oauth, content: oauth ? form(route.body) : json(route.body) } } : {}),
       responses,
     };
+    (paths[path] ??= {})[route.method.toLowerCase()] = operation;
+    // Every GET answers HEAD too (RFC 9110 §9.3.2): the same status and headers, no body. Listed
+    // for the public documents (discovery, the JWKS, health, this document), which caches and
+    // load balancers ask so; under /v1/ it would only double a generated client's methods.
+    if (route.method === "GET" && !route.auth) (paths[path] as Record<string, unknown>).head = headOperation(operation);
   }
   return {
     openapi: "3.1.0",

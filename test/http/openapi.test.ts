@@ -69,6 +69,8 @@ describe("OpenAPI document", () => {
     doc = await json<Document>(res);
   });
   afterAll(() => t.close());
+  /** The routes whose HEAD is documented beside their GET. */
+  const publicGets = () => routeTable(t.ctx).filter((route) => route.method === "GET" && !route.auth);
 
   test("is OpenAPI 3.1 with info, a bearer security scheme and the Error schema", () => {
     expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
@@ -96,7 +98,7 @@ describe("OpenAPI document", () => {
       const paths = (await json<Document>(res)).paths;
       const atRoot = Object.entries(paths).filter(([, item]) => pathServers(item) !== undefined);
       expect(atRoot.map(([path, item]) => [path, pathServers(item), Object.keys(item).sort()])).toEqual([
-        ["/.well-known/oauth-authorization-server/auth", [expect.objectContaining({ url: "/" })], ["get", "options", "servers"]],
+        ["/.well-known/oauth-authorization-server/auth", [expect.objectContaining({ url: "/" })], ["get", "head", "options", "servers"]],
       ]);
     } finally {
       await prefixed.close();
@@ -169,7 +171,7 @@ describe("OpenAPI document", () => {
 
   test("every operation has an operationId, unique, in camelCase: what generated clients name their methods", () => {
     const ids = Object.values(doc.paths).flatMap((ops) => Object.values(ops).map((op) => op.operationId));
-    expect(ids.length).toBe(routeTable(t.ctx).length);
+    expect(ids.length).toBe(routeTable(t.ctx).length + publicGets().length);
     for (const id of ids) expect(id).toMatch(/^[a-z][a-zA-Z0-9]*$/);
     expect(new Set(ids).size).toBe(ids.length);
     // The names a client calls most: a change here breaks the code generated from the document.
@@ -181,6 +183,7 @@ describe("OpenAPI document", () => {
     expect(named("post", "/oauth/token")).toBe("oauthToken");
     expect(named("get", "/.well-known/jwks")).toBe("getJwks");
     expect(named("options", "/.well-known/jwks")).toBe("preflightJwks");
+    expect(named("head", "/.well-known/jwks")).toBe("headJwks");
   });
 
   test("every route of routeTable(ctx) appears under its path and method, with its success status", () => {
@@ -201,7 +204,27 @@ describe("OpenAPI document", () => {
       else expect(operation?.security).toEqual(route.path.startsWith("/oauth/") ? [{ clientBasic: [] }, {}] : []);
     }
     const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
-    expect(documented.length).toBe(routes.length);
+    expect(documented.length).toBe(routes.length + publicGets().length);
+  });
+
+  test("a public GET (discovery, the JWKS, health, this document) has a HEAD beside it: its answers without bodies, as the server sends them", async () => {
+    const gets = publicGets();
+    expect(gets.map((route) => route.path)).toEqual(expect.arrayContaining(["/.well-known/jwks", "/.well-known/openid-configuration", "/healthz", "/openapi.json"]));
+    for (const route of gets) {
+      const item = doc.paths[route.path] as Record<string, Operation>;
+      const get = item.get as Operation;
+      const head = item.head as Operation;
+      expect({ path: route.path, statuses: Object.keys(head.responses) }).toEqual({ path: route.path, statuses: Object.keys(get.responses) });
+      for (const [status, answer] of Object.entries(head.responses)) {
+        expect({ path: route.path, status, content: answer.content, headers: answer.headers }).toEqual({ path: route.path, status, content: undefined, headers: get.responses[status]?.headers });
+      }
+      expect(head.security).toEqual(get.security);
+      const [sentGet, sentHead] = [await t.request("GET", route.path), await t.request("HEAD", route.path)];
+      expect({ path: route.path, status: sentHead.status, body: await sentHead.text() }).toEqual({ path: route.path, status: sentGet.status, body: "" });
+      await sentGet.arrayBuffer();
+    }
+    // Not under /v1/: HEAD there only doubles a generated client's methods.
+    for (const [path, ops] of Object.entries(doc.paths)) if (path.startsWith("/v1/")) expect({ path, head: "head" in ops }).toEqual({ path, head: false });
   });
 
   test("every operation lists the answers any request may get; writes under /v1/ their body errors; the JWKS its 304", () => {
@@ -221,9 +244,10 @@ describe("OpenAPI document", () => {
     expect(doc.components.schemas.OAuthError?.required?.sort()).toEqual(["error", "error_description"]);
     for (const [path, ops] of Object.entries(doc.paths)) {
       const schema = path.startsWith("/oauth/") ? "OAuthError" : "Error";
-      for (const op of Object.values(ops)) {
+      for (const [method, op] of Object.entries(ops)) {
         for (const [status, response] of Object.entries(op.responses)) {
-          if (Number(status) < 400) continue;
+          // A HEAD's answers have no body.
+          if (Number(status) < 400 || method === "head") continue;
           expect({ path, status, schema: response.content?.["application/json"]?.schema }).toEqual({ path, status, schema: { $ref: `#/components/schemas/${schema}` } });
         }
       }
