@@ -59,6 +59,37 @@ function bitLength(value: string): number {
   return (bytes.length - first - 1) * 8 + (bytes[first] as number).toString(2).length;
 }
 
+/** The field prime of Ed25519, 2^255 - 19, and its curve constant d = -121665/121666 (RFC 8032 §5.1). */
+const ED25519_P = 2n ** 255n - 19n;
+const ED25519_D = 37095705934669439343138083508754565189542113879843219016388785533085940283555n;
+
+/** `base` to the power `exponent`, modulo `modulus`. */
+function modPow(base: bigint, exponent: bigint, modulus: bigint): bigint {
+  let result = 1n;
+  let b = base % modulus;
+  for (let e = exponent; e > 0n; e >>= 1n) {
+    if (e & 1n) result = (result * b) % modulus;
+    b = (b * b) % modulus;
+  }
+  return result;
+}
+
+/**
+ * Whether 32 bytes decode to a point of Ed25519 (RFC 8032 §5.1.3): y below p, and a square
+ * x² = (y² - 1) / (d·y² + 1), with the sign bit clear where x is 0. The runtimes take any 32
+ * bytes as a key; one that is no point verifies nothing.
+ */
+function isEd25519Point(bytes: Uint8Array): boolean {
+  let y = 0n;
+  for (let i = 31; i >= 0; i--) y = (y << 8n) | BigInt(i === 31 ? (bytes[i] as number) & 0x7f : (bytes[i] as number));
+  if (y >= ED25519_P) return false;
+  const yy = (y * y) % ED25519_P;
+  const xx = (((yy - 1n + ED25519_P) % ED25519_P) * modPow((ED25519_D * yy + 1n) % ED25519_P, ED25519_P - 2n, ED25519_P)) % ED25519_P;
+  if (xx === 0n) return (bytes[31] as number) >> 7 === 0;
+  // Euler's criterion: a square modulo p exactly when its (p-1)/2-th power is 1.
+  return modPow(xx, (ED25519_P - 1n) / 2n, ED25519_P) === 1n;
+}
+
 /** Bytes of each coordinate of a curve's points (RFC 7518 §6.2.1.2, RFC 8037 §2): always the full length. */
 const COORDINATE_BYTES: Readonly<Record<string, number>> = { "P-256": 32, "P-384": 48, "P-521": 66, Ed25519: 32 };
 
@@ -126,6 +157,10 @@ export async function publicClientJwk(input: unknown, index: number): Promise<Re
     // Both parsers: WebCrypto's (jose), and node:crypto's, which verifies assertions (client-assertion.ts).
     await importJWK({ ...key }, algForKey(kty, key.crv));
     createPublicKey({ key: { ...key }, format: "jwk" });
+    // What both parsers take and no signature verifies against: an even RSA modulus (a product
+    // of two odd primes is odd), 32 bytes that are no Ed25519 point.
+    const numbers = base64url.decode((kty === "RSA" ? key.n : key.x) as string);
+    if (kty === "RSA" ? ((numbers[numbers.length - 1] as number) & 1) === 0 : kty === "OKP" && !isEd25519Point(numbers)) throw new Error("no key");
   } catch {
     throw problem(index, `is not a valid ${kty}${key.crv === undefined ? "" : ` ${key.crv}`} public key.`);
   }

@@ -113,6 +113,26 @@ describe("client public keys", () => {
     expect(await refusal([{ ...pub.ed25519, x: "AAAA" }])).toBe("keys[0]: 'x' must be 32 bytes for Ed25519, leading zeros included.");
   });
 
+  test("refuses what the runtimes parse but nothing verifies against: an even RSA modulus, 32 bytes that are no Ed25519 point", async () => {
+    const rsa = pub.rsa as { kty: string; n: string; e: string };
+    const n = Buffer.from(base64url.decode(rsa.n));
+    n[n.length - 1] = (n[n.length - 1] as number) ^ 1;
+    expect(await refusal([{ ...rsa, n: base64url.encode(n) }])).toBe("keys[0]: is not a valid RSA public key.");
+    // y = 2, 7 and 8 give no square x² = (y² - 1) / (d·y² + 1); y = p + 2 is past the field.
+    const y = (value: bigint) => base64url.encode(Buffer.from(value.toString(16).padStart(64, "0"), "hex").reverse());
+    for (const value of [2n, 7n, 8n, 2n ** 255n - 19n + 2n]) {
+      expect({ value, refusal: await refusal([{ kty: "OKP", crv: "Ed25519", x: y(value) }]) }).toEqual({ value, refusal: "keys[0]: is not a valid OKP Ed25519 public key." });
+    }
+    // Real keys, both signs of x among them, are points.
+    const signs = new Set<number>();
+    for (let i = 0; i < 64; i++) {
+      const x = generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" }).x as string;
+      signs.add((base64url.decode(x)[31] as number) >> 7);
+      expect(await publicClientJwks([{ kty: "OKP", crv: "Ed25519", x }])).toHaveLength(1);
+    }
+    expect([...signs].sort()).toEqual([0, 1]);
+  });
+
   test("refuses encodings other than the one RFC 7518 and RFC 8037 allow: the kid is the thumbprint its holder computes, and one key cannot enter a set twice", async () => {
     const rsa = pub.rsa as { kty: string; n: string; e: string };
     const padded = (value: string) => base64url.encode(Buffer.concat([Buffer.from([0]), Buffer.from(base64url.decode(value))]));
